@@ -1,0 +1,315 @@
+"""Structured configs: the schema every composed config is checked against.
+
+OmegaConf checks types and unknown keys when Hydra composes; each dataclass's ``__post_init__``
+checks choices and ranges when the composed config is turned into objects (``to_job_config``).
+Both kinds of error surface as one ``ConfigError`` line naming the key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+COMPILE_MODES = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+TASKS = ("train", "infer")
+DTYPES = ("fp32", "bf16", "fp16")
+STRATEGIES = ("none", "ddp", "fsdp")
+LAUNCHERS = ("local", "slurm", "debug")
+LOGGER_MODES = ("offline", "online", "disabled")
+CACHE_KINDS = ("warm", "cold")
+FAILURE_CLASSES = ("parity_fail", "compile_error", "oom", "timeout", "crash", "no_graph")
+
+
+class ConfigError(ValueError):
+    """A bad config value; its message is the one line the user sees."""
+
+
+def check_choice(key: str, value: Any, choices: tuple) -> None:
+    if value not in choices:
+        raise ConfigError(f"{key}={value!r} is not valid; choose one of: {', '.join(map(str, choices))}")
+
+
+def check_min(key: str, value: float | None, low: float, strict: bool = False) -> None:
+    if value is None:
+        return
+    if value < low or (strict and value == low):
+        raise ConfigError(f"{key}={value} is not valid; it must be {'>' if strict else '>='} {low}")
+
+
+@dataclass
+class WorkloadConfig:
+    """What is benchmarked: a built-in model with a size preset, or the user's own nn.Module."""
+
+    name: str = "gpt"
+    """Workload kind: `block` (seed block), `gpt` (decoder) or `module` (your own class)."""
+    size: str = "tiny"
+    """Size preset of the built-in workload (see workloads/); ignored for `module`."""
+    batch_size: int | None = None
+    """Samples per step per rank; null takes the preset's."""
+    seq_len: int | None = None
+    """Tokens per sample (rows for `block`); null takes the preset's."""
+    shapes: list[int] = field(default_factory=list)
+    """Dynamic-shape schedule: sequence lengths run after the timed phase to count recompiles."""
+    target: str | None = None
+    """For `module`: import path of your nn.Module class, `pkg.mod.Class` or `pkg.mod:Class`."""
+    path: str | None = None
+    """For `module`: a directory put on sys.path before importing `target`."""
+    init_args: dict[str, Any] = field(default_factory=dict)
+    """For `module`: keyword arguments of your class's constructor."""
+    inputs: list[list[int]] = field(default_factory=list)
+    """For `module`: shapes of the random input tensors of forward (batch first)."""
+    input_dtype: str = "float"
+    """For `module`: `float` (randn) or `long` (token ids below `vocab`)."""
+    vocab: int = 256
+    """For `module` with long inputs: upper bound of the random ids."""
+
+    def __post_init__(self) -> None:
+        check_choice("workload.name", self.name, ("block", "gpt", "module"))
+        check_min("workload.batch_size", self.batch_size, 1)
+        check_min("workload.seq_len", self.seq_len, 1)
+        for s in self.shapes:
+            check_min("workload.shapes[]", s, 1)
+        check_choice("workload.input_dtype", self.input_dtype, ("float", "long"))
+        from workloads import check_size  # late: workloads imports this module
+
+        check_size(self.name, self.size)
+        if self.name == "module":
+            if not self.target:
+                raise ConfigError("workload.target is required for workload=module (e.g. mypkg.models:MyNet)")
+            if not self.inputs:
+                raise ConfigError("workload.inputs is required for workload=module (e.g. [[8,64]])")
+
+
+@dataclass
+class CompileConfig:
+    """How the compiled side is built."""
+
+    mode: str = "default"
+    """torch.compile mode; `eager` runs the eager model on both sides (a control)."""
+    dynamic: bool | None = None
+    """torch.compile's dynamic flag: null (automatic), true or false."""
+    fullgraph: bool = False
+    """Fail on any graph break instead of splitting the graph."""
+    backend: str = "inductor"
+    """A registered dynamo backend name, or `pkg.mod:fn` for your own."""
+    cache: str = "warm"
+    """`cold`: a fresh inductor cache per job (true compile cost); `warm`: shared `cache_dir`."""
+    cache_dir: str | None = None
+    """Shared inductor cache for `warm`; null puts it in the sweep directory."""
+    freezing: bool = False
+    """TORCHINDUCTOR_FREEZING=1 (inference only; lets max-autotune tune CPU matmuls)."""
+
+    def __post_init__(self) -> None:
+        check_choice("compile.mode", self.mode, COMPILE_MODES)
+        check_choice("compile.cache", self.cache, CACHE_KINDS)
+        if self.mode not in ("eager", "default") and self.backend != "inductor":
+            raise ConfigError(f"compile.mode={self.mode} needs compile.backend=inductor, got {self.backend!r}")
+
+
+@dataclass
+class BenchConfig:
+    """What is run and how it is timed."""
+
+    task: str = "train"
+    """`train` (forward, loss, backward, optimizer step) or `infer` (forward under no_grad)."""
+    dtype: str = "fp32"
+    """Compute dtype; bf16/fp16 run under autocast with fp32 weights."""
+    device: str = "auto"
+    """`auto` (cuda if present, else cpu), `cpu` or `cuda`."""
+    warmup: int = 3
+    """Untimed steps per side after the first (compiling) call."""
+    repeats: int = 10
+    """Timed repetitions; each times one eager and one compiled block, in alternating order."""
+    steps_per_repeat: int = 3
+    """Steps per timed block (k)."""
+    bootstrap: int = 2000
+    """Bootstrap resamples for the speedup's 95% confidence interval."""
+    parity: bool = True
+    """Check numerical parity of compiled against eager (and fp64 where affordable)."""
+    fp64_max_params: int = 50_000_000
+    """Largest model (parameters) that also gets an fp64 reference."""
+    parity_multiplier: float = 3.0
+    """fp64 rule: compiled error must be within this multiple of eager's own error (+ tol/10)."""
+    explain: bool = True
+    """Run torch._dynamo.explain for graph breaks and their reasons."""
+    seed: int = 0
+    """Seed for weights and inputs."""
+    timeout_s: float = 900.0
+    """Wall-clock limit of one job attempt; past it the job is `timeout`."""
+    lr: float = 1e-4
+    """AdamW learning rate for `train`."""
+
+    def __post_init__(self) -> None:
+        check_choice("bench.task", self.task, TASKS)
+        check_choice("bench.dtype", self.dtype, DTYPES)
+        check_choice("bench.device", self.device, ("auto", "cpu", "cuda"))
+        check_min("bench.warmup", self.warmup, 0)
+        check_min("bench.repeats", self.repeats, 2)
+        check_min("bench.steps_per_repeat", self.steps_per_repeat, 1)
+        check_min("bench.bootstrap", self.bootstrap, 100)
+        check_min("bench.timeout_s", self.timeout_s, 0, strict=True)
+        check_min("bench.parity_multiplier", self.parity_multiplier, 1)
+
+
+@dataclass
+class ParallelConfig:
+    """Data-parallel strategy; one submitit job, one task per rank."""
+
+    strategy: str = "none"
+    """`none`, `ddp` (DistributedDataParallel) or `fsdp` (FSDP2 fully_shard)."""
+    ranks_per_node: int = 1
+    """Processes per node (one per GPU on GPU hosts)."""
+    nodes: int = 1
+    """Nodes (Slurm only for more than one)."""
+
+    def __post_init__(self) -> None:
+        check_choice("parallel.strategy", self.strategy, STRATEGIES)
+        check_min("parallel.ranks_per_node", self.ranks_per_node, 1)
+        check_min("parallel.nodes", self.nodes, 1)
+        if self.strategy != "none" and self.ranks_per_node * self.nodes < 2:
+            raise ConfigError(
+                f"parallel.strategy={self.strategy} needs at least 2 ranks; "
+                "set parallel.ranks_per_node>=2 or parallel.nodes>=2"
+            )
+
+    @property
+    def world_size(self) -> int:
+        # `none` always runs one rank, so a sweep over strategies can share ranks_per_node.
+        return 1 if self.strategy == "none" else self.ranks_per_node * self.nodes
+
+
+@dataclass
+class LauncherConfig:
+    """Where jobs run: submitit's local, Slurm or in-process debug executor."""
+
+    name: str = "local"
+    """`local` (one subprocess per job), `slurm` (one array on a cluster) or `debug` (in-process)."""
+    max_parallel: int | None = None
+    """Jobs at once; null: one per free GPU on a GPU host, 1 on CPU (timings stay clean)."""
+    max_requeues: int = 1
+    """Times a job that hit its time limit or was preempted is requeued before it is `timeout`."""
+    poll_s: float = 0.5
+    """Seconds between status polls while waiting."""
+    partition: str | None = None
+    """Slurm partition."""
+    account: str | None = None
+    """Slurm account."""
+    qos: str | None = None
+    """Slurm QOS."""
+    time_min: int | None = None
+    """Slurm time limit per job in minutes; null derives it from bench.timeout_s."""
+    gpus_per_node: int | None = None
+    """GPUs per node; null: one per rank on GPU runs, none on CPU."""
+    cpus_per_task: int | None = None
+    """CPUs per task."""
+    mem_gb: float | None = None
+    """Memory per node in GB."""
+    constraint: str | None = None
+    """Slurm --constraint."""
+    exclude: str | None = None
+    """Slurm --exclude (nodes)."""
+    array_parallelism: int = 256
+    """Most array tasks Slurm runs at once."""
+    job_name: str = "orchestrator"
+    """Slurm job name (not `__main__`)."""
+    additional_parameters: dict[str, Any] = field(default_factory=dict)
+    """Extra #SBATCH parameters, e.g. {mail_type: END}."""
+    setup: list[str] = field(default_factory=list)
+    """Shell lines run before the job, e.g. `module load cuda`."""
+    python: str | None = None
+    """Python executable on the cluster; null: this interpreter."""
+
+    def __post_init__(self) -> None:
+        check_choice("launcher.name", self.name, LAUNCHERS)
+        check_min("launcher.max_parallel", self.max_parallel, 1)
+        check_min("launcher.max_requeues", self.max_requeues, 0)
+        check_min("launcher.time_min", self.time_min, 1)
+        check_min("launcher.gpus_per_node", self.gpus_per_node, 0)
+        check_min("launcher.array_parallelism", self.array_parallelism, 1)
+
+
+@dataclass
+class LoggerConfig:
+    """wandb logging."""
+
+    mode: str = "offline"
+    """`offline` (files in the sweep dir, sync later), `online` or `disabled`."""
+    project: str = "orchestrator"
+    """wandb project."""
+    entity: str | None = None
+    """wandb entity (team or user)."""
+
+    def __post_init__(self) -> None:
+        check_choice("logger.mode", self.mode, LOGGER_MODES)
+
+
+@dataclass
+class RetryConfig:
+    """Retry policy for failed jobs, within one sweep invocation."""
+
+    max_retries: int = 0
+    """Extra attempts for a failed job whose class is in `on`."""
+    on: list[str] = field(default_factory=lambda: ["crash", "timeout", "oom"])
+    """Failure classes worth retrying."""
+
+    def __post_init__(self) -> None:
+        check_min("retry.max_retries", self.max_retries, 0)
+        for c in self.on:
+            check_choice("retry.on[]", c, FAILURE_CLASSES)
+
+
+@dataclass
+class SweepConfig:
+    """The sweep as a whole."""
+
+    name: str = "default"
+    """Sweep name: wandb group and default directory."""
+    dir: str | None = None
+    """Sweep directory; null: sweeps/<name>. Re-running into it skips finished jobs."""
+    dry_run: bool = False
+    """Print the planned jobs and exit."""
+    rerun_failed: bool = False
+    """Re-run jobs whose stored result is a failure (finished `ok` jobs are never re-run)."""
+    detach: bool = False
+    """Submit and return at once; ask later with `python -m orchestrator status DIR`."""
+    report: bool = True
+    """Write the dashboard at the end."""
+
+
+@dataclass
+class CompareConfig:
+    """Regression thresholds for `python -m orchestrator compare BASE CAND`."""
+
+    speedup_drop: float = 0.05
+    """Flag a speedup that fell by more than this fraction."""
+    compile_rise: float = 0.20
+    """Flag a compile time that rose by more than this fraction."""
+    memory_rise: float = 0.10
+    """Flag a peak memory that rose by more than this fraction."""
+    step_rise: float = 0.05
+    """Flag a compiled step time that rose by more than this fraction."""
+
+
+@dataclass
+class Config:
+    """The whole composed config."""
+
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    compile: CompileConfig = field(default_factory=CompileConfig)
+    bench: BenchConfig = field(default_factory=BenchConfig)
+    parallel: ParallelConfig = field(default_factory=ParallelConfig)
+    launcher: LauncherConfig = field(default_factory=LauncherConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    retry: RetryConfig = field(default_factory=RetryConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+    compare: CompareConfig = field(default_factory=CompareConfig)
+
+    def __post_init__(self) -> None:
+        if self.parallel.world_size > 1 and self.parallel.nodes > 1 and self.launcher.name != "slurm":
+            raise ConfigError(f"parallel.nodes={self.parallel.nodes} needs launcher=slurm (local runs one node)")
+        if self.compile.freezing and self.bench.task != "infer":
+            raise ConfigError("compile.freezing=true works only with bench.task=infer")
+
+
+# The parts of a config that change what a job measures; the job id hashes exactly these.
+MEASURED_SECTIONS = ("workload", "compile", "bench", "parallel")

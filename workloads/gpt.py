@@ -1,0 +1,120 @@
+"""A GPT-style decoder (nanoGPT's shape: pre-LayerNorm blocks, fused SDPA attention, tied embeddings)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from orchestrator.config import WorkloadConfig
+
+
+@dataclass(frozen=True)
+class GPTSize:
+    """One size preset."""
+
+    n_layer: int
+    n_head: int
+    n_embd: int
+    vocab: int
+    batch_size: int
+    seq_len: int
+
+
+PRESETS: dict[str, GPTSize] = {
+    "tiny": GPTSize(2, 2, 64, 256, 8, 64),  # compiles in seconds on a CPU
+    "small": GPTSize(4, 4, 128, 1024, 8, 128),
+    "gpt2": GPTSize(12, 12, 768, 50304, 16, 1024),  # 124M
+    "gpt2-medium": GPTSize(24, 16, 1024, 50304, 8, 1024),  # 350M
+    "gpt2-large": GPTSize(36, 20, 1280, 50304, 8, 1024),  # 774M
+    "gpt2-xl": GPTSize(48, 25, 1600, 50304, 4, 1024),  # 1.5B
+    "2.7b": GPTSize(32, 32, 2560, 50304, 4, 1024),
+    "6.7b": GPTSize(32, 32, 4096, 50304, 2, 1024),
+}
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, n_embd: int, n_head: int) -> None:
+        super().__init__()
+        self.n_head = n_head
+        self.qkv = nn.Linear(n_embd, 3 * n_embd)
+        self.proj = nn.Linear(n_embd, n_embd)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.n_head, c // self.n_head).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.proj(y.transpose(1, 2).contiguous().view(b, t, c))
+
+
+class Block(nn.Module):
+    def __init__(self, n_embd: int, n_head: int) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(n_embd)
+        self.attn = CausalSelfAttention(n_embd, n_head)
+        self.ln2 = nn.LayerNorm(n_embd)
+        self.fc = nn.Linear(n_embd, 4 * n_embd)
+        self.out = nn.Linear(4 * n_embd, n_embd)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x))
+        return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    """forward(idx) -> logits; forward(idx, targets) -> cross-entropy loss (computed inside, as nanoGPT)."""
+
+    def __init__(self, size: GPTSize, max_seq: int) -> None:
+        super().__init__()
+        self.wte = nn.Embedding(size.vocab, size.n_embd)
+        self.wpe = nn.Embedding(max_seq, size.n_embd)
+        self.blocks = nn.ModuleList(Block(size.n_embd, size.n_head) for _ in range(size.n_layer))
+        self.ln_f = nn.LayerNorm(size.n_embd)
+        self.lm_head = nn.Linear(size.n_embd, size.vocab, bias=False)
+        self.lm_head.weight = self.wte.weight  # weight tying
+        self.apply(self._init)
+        for name, p in self.named_parameters():
+            if name.endswith("out.weight") or name.endswith("proj.weight"):
+                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * size.n_layer))
+
+    @staticmethod
+    def _init(m: nn.Module) -> None:
+        if isinstance(m, nn.Linear):
+            nn.init.normal_(m.weight, 0.0, 0.02)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.Embedding):
+            nn.init.normal_(m.weight, 0.0, 0.02)
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        x = self.wte(idx) + self.wpe(pos)
+        for block in self.blocks:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        if targets is None:
+            return logits
+        return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1))
+
+
+def build(cfg: WorkloadConfig, task: str, device: torch.device):
+    from workloads import Workload, check_size
+
+    check_size("gpt", cfg.size)
+    size = PRESETS[cfg.size]
+    batch = cfg.batch_size or size.batch_size
+    seq = cfg.seq_len or size.seq_len
+    model = GPT(size, max_seq=max([seq, *cfg.shapes]))
+
+    def make_inputs(seq_len: int | None = None) -> tuple[torch.Tensor, ...]:
+        t = seq_len or seq
+        idx = torch.randint(0, size.vocab, (batch, t + 1), device=device)
+        inputs, targets = idx[:, :-1].contiguous(), idx[:, 1:].contiguous()
+        return (inputs, targets) if task == "train" else (inputs,)
+
+    blocks = [(model.blocks, str(i), b) for i, b in enumerate(model.blocks)]
+    return Workload(model, make_inputs, batch, seq, blocks)

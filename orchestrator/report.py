@@ -83,8 +83,8 @@ def html_table(df: pd.DataFrame, keys: list[str], table_id: str) -> str:
 def _group_label(df: pd.DataFrame) -> pd.Series:
     parts = [c for c in ("workload", "size", "task", "dtype", "strategy", "dynamic") if c in df and df[c].nunique() > 1]
     if not parts:
-        return df.get("size", pd.Series(["all"] * len(df), index=df.index)).astype(str)
-    return df[parts].astype(str).agg(" ".join, axis=1)
+        return df["size"].map(str) if "size" in df else pd.Series(["all"] * len(df), index=df.index)
+    return df[parts].map(lambda v: "-" if v is None or v != v else str(v)).agg(" ".join, axis=1)
 
 
 def speedup_figure(df: pd.DataFrame) -> go.Figure:

@@ -100,7 +100,11 @@ def add_scaling(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_table(sweep_dir: Path, df: pd.DataFrame) -> Path:
-    """results.csv (and results.parquet where pyarrow is installed) beside the job folders."""
+    """results.csv, results.jsonl (and results.parquet where pyarrow is installed) beside the job folders."""
+    rows = [read_result(sweep_dir / "jobs" / job_id) for job_id in df["job_id"]]
+    jsonl = sweep_dir / "results.jsonl"  # every field, per-repeat timings and break reasons included
+    jsonl.with_suffix(".jsonl.tmp").write_text("".join(json.dumps(r, default=str) + "\n" for r in rows if r))
+    os.replace(jsonl.with_suffix(".jsonl.tmp"), jsonl)
     csv = sweep_dir / "results.csv"
     tmp = csv.with_suffix(".csv.tmp")
     df.to_csv(tmp, index=False)

@@ -1,0 +1,89 @@
+"""Compare a candidate sweep with a baseline: jobs matched by config (job id), regressions flagged."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from orchestrator.config import CompareConfig
+from orchestrator.results import gather
+
+# (column, threshold field, direction): +1 flags a rise, -1 a fall, relative to the baseline.
+CHECKS = [
+    ("speedup", "speedup_drop", -1),
+    ("compile_s", "compile_rise", +1),
+    ("compiled_peak_gib", "memory_rise", +1),
+    ("compiled_ms", "step_rise", +1),
+]
+
+
+def _num(v: object) -> float | None:
+    try:
+        f = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) else f
+
+
+def compare_tables(base: pd.DataFrame, cand: pd.DataFrame, th: CompareConfig) -> pd.DataFrame:
+    """One row per finding (a regression, an improvement beyond the threshold, or a missing job)."""
+    rows = []
+    b = base.set_index("job_id")
+    c = cand.set_index("job_id")
+    for job_id in sorted(set(b.index) | set(c.index)):
+        if job_id not in c.index or job_id not in b.index:
+            side = "candidate" if job_id not in c.index else "baseline"
+            label = (b if job_id in b.index else c).loc[job_id].get("label", "")
+            rows.append({"job_id": job_id, "label": label, "check": "missing", "baseline": None,
+                         "candidate": None, "change": None, "regression": False, "note": f"not in {side}"})
+            continue
+        rb, rc = b.loc[job_id], c.loc[job_id]
+        label = rc.get("label", "")
+        if rb.get("status") == "ok" and rc.get("status") != "ok":
+            rows.append({"job_id": job_id, "label": label, "check": "status", "baseline": rb.get("status"),
+                         "candidate": rc.get("status"), "change": None, "regression": True,
+                         "note": str(rc.get("error"))[:200]})
+        if bool(rb.get("parity_ok")) is True and rc.get("parity_ok") is not None and not bool(rc.get("parity_ok")):
+            rows.append({"job_id": job_id, "label": label, "check": "parity", "baseline": True,
+                         "candidate": False, "change": None, "regression": True, "note": "parity flipped"})
+        for column, field, direction in CHECKS:
+            vb, vc = _num(rb.get(column)), _num(rc.get(column))
+            if vb is None or vc is None or vb == 0:
+                continue
+            change = (vc - vb) / abs(vb)
+            limit = getattr(th, field)
+            if direction * change > limit:
+                rows.append({"job_id": job_id, "label": label, "check": column, "baseline": vb, "candidate": vc,
+                             "change": change, "regression": True, "note": f"{field}={limit}"})
+            elif -direction * change > limit:
+                rows.append({"job_id": job_id, "label": label, "check": column, "baseline": vb, "candidate": vc,
+                             "change": change, "regression": False, "note": "improved"})
+    columns = ["job_id", "label", "check", "baseline", "candidate", "change", "regression", "note"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def run_compare(base_dir: Path, cand_dir: Path, th: CompareConfig) -> int:
+    """Print the findings, save compare.csv and a dashboard section in the candidate; exit 1 on regression."""
+    from orchestrator.report import write_dashboard
+
+    base, cand = gather(base_dir), gather(cand_dir)
+    findings = compare_tables(base, cand, th)
+    findings.to_csv(cand_dir / "compare.csv", index=False)
+    write_dashboard(cand_dir, cand, compare=findings)
+    console = Console(width=200)
+    matched = len(set(base["job_id"]) & set(cand["job_id"]))
+    table = Table(title=f"compare {cand_dir.name} against {base_dir.name}: {matched} job(s) matched")
+    for col in findings.columns:
+        table.add_column(col)
+    for _, row in findings.iterrows():
+        change = f"{row['change']:+.1%}" if _num(row["change"]) is not None else "-"
+        cells = [str(row[k]) if k != "change" else change for k in findings.columns]
+        table.add_row(*cells, style="red" if row["regression"] else None)
+    console.print(table)
+    n = int(findings["regression"].sum()) if len(findings) else 0
+    console.print(f"[red]{n} regression(s)[/red]" if n else "[green]no regressions[/green]")
+    return 1 if n else 0

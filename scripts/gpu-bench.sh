@@ -14,10 +14,11 @@ nvidia-smi -L || true
 python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
 n=0
 for args in "$@"; do
-  n=$((n + 1)); dir=/tmp/sweeps/run$n
+  n=$((n + 1)); dir=/tmp/sweeps/$(date +%s)-run$n
   echo "=== run $n: python3 -m orchestrator $args sweep.dir=$dir"
   # shellcheck disable=SC2086
-  python3 -m orchestrator $args sweep.dir=$dir logger=none
+  timeout "${SWEEP_TIMEOUT_S:-540}" python3 -m orchestrator $args sweep.dir=$dir logger=none
+  python3 -m orchestrator gather "$dir" >/dev/null  # the table of what finished, even after a timeout
   mkdir -p "$OUT/run$n"
   cp "$dir/results.csv" "$dir/results.jsonl" "$dir/dashboard.html" "$OUT/run$n/" 2>/dev/null
   echo "python3 -m orchestrator $args" > "$OUT/run$n/command.txt"

@@ -392,6 +392,8 @@ class Protocol:
             r[f"{name}_peak_gib"] = self._all_reduce_max(peak / GIB)
             r[f"{name}_reserved_gib"] = self._all_reduce_max(torch.cuda.max_memory_reserved(self.device) / GIB)
         r["memory_ratio"] = r["compiled_peak_gib"] / r["eager_peak_gib"] if r["eager_peak_gib"] else None
+        if self.cfg.compile.mode in ("reduce-overhead", "max-autotune"):
+            r["memory_note"] = "CUDA graph pool allocated at capture, before this phase: compiled peak leaves it out"
 
     def dynamic_schedule(self, eager: Side, compiled: Side) -> None:
         """Run the shape schedule: recompiles, the compile seconds they cost, and speed across shapes."""

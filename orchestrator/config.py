@@ -53,8 +53,8 @@ class WorkloadConfig:
     target: str | None = None
     """For `module`: import path of your nn.Module class, `pkg.mod.Class` or `pkg.mod:Class`."""
     path: str | None = None
-    """For `module`: a directory put on sys.path before importing `target`."""
-    init_args: dict[str, Any] = field(default_factory=dict)
+    """A directory put on sys.path before importing your code (`target`, `compile.backend`)."""
+    init_args: Any = None
     """For `module`: keyword arguments of your class's constructor."""
     inputs: list[list[int]] = field(default_factory=list)
     """For `module`: shapes of the random input tensors of forward (batch first)."""
@@ -70,6 +70,8 @@ class WorkloadConfig:
         for s in self.shapes:
             check_min("workload.shapes[]", s, 1)
         check_choice("workload.input_dtype", self.input_dtype, ("float", "long"))
+        if self.init_args is not None and not isinstance(self.init_args, dict):
+            raise ConfigError(f"workload.init_args={self.init_args!r} must be a mapping, e.g. {{dim: 64}}")
         from workloads import check_size  # late: workloads imports this module
 
         check_size(self.name, self.size)
@@ -212,7 +214,7 @@ class LauncherConfig:
     """Most array tasks Slurm runs at once."""
     job_name: str = "orchestrator"
     """Slurm job name (not `__main__`)."""
-    additional_parameters: dict[str, Any] = field(default_factory=dict)
+    additional_parameters: Any = None
     """Extra #SBATCH parameters, e.g. {mail_type: END}."""
     setup: list[str] = field(default_factory=list)
     """Shell lines run before the job, e.g. `module load cuda`."""
@@ -221,6 +223,8 @@ class LauncherConfig:
 
     def __post_init__(self) -> None:
         check_choice("launcher.name", self.name, LAUNCHERS)
+        if self.additional_parameters is not None and not isinstance(self.additional_parameters, dict):
+            raise ConfigError("launcher.additional_parameters must be a mapping, e.g. {mail_type: END}")
         check_min("launcher.max_parallel", self.max_parallel, 1)
         check_min("launcher.max_requeues", self.max_requeues, 0)
         check_min("launcher.time_min", self.time_min, 1)

@@ -67,7 +67,7 @@ def make_executor(base: Config, sweep_dir: Path) -> submitit.Executor:
         "exclude": lc.exclude,
         "array_parallelism": lc.array_parallelism,
         "job_name": lc.job_name,
-        "additional_parameters": dict(lc.additional_parameters),
+        "additional_parameters": dict(lc.additional_parameters or {}),
         "setup": list(lc.setup),
     }
     ex.update_parameters(**{k: v for k, v in params.items() if v is not None})

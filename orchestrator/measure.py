@@ -64,6 +64,13 @@ def _first_line(e: BaseException) -> str:
     return text.splitlines()[0] if text else ""
 
 
+def _short_reason(text: str) -> str:
+    """A graph-break reason in one line: its headline and dynamo's explanation."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    keep = lines[:1] + [ln for ln in lines[1:] if ln.startswith("Explanation:")]
+    return " ".join(keep)[:400]
+
+
 def _flat(out: object) -> list[torch.Tensor]:
     if isinstance(out, torch.Tensor):
         return [out]
@@ -218,7 +225,7 @@ class Protocol:
         for br in ex.break_reasons:
             frame = br.user_stack[-1] if br.user_stack else None
             where = f"{frame.filename}:{frame.lineno}" if frame else None
-            reasons.append({"reason": str(br.reason).splitlines()[0][:300], "where": where})
+            reasons.append({"reason": _short_reason(str(br.reason)), "where": where})
         model.zero_grad(set_to_none=True)
         torch._dynamo.reset()
         return {

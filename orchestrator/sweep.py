@@ -40,7 +40,7 @@ def check_plan(plan: Plan) -> None:
         if cfg.workload.name == "module":
             targets.add((cfg.workload.target or "", cfg.workload.path))
         if ":" in cfg.compile.backend:
-            targets.add((cfg.compile.backend, None))
+            targets.add((cfg.compile.backend, cfg.workload.path))
     for target, path in targets:
         import_target(target, path)
     if plan.base.sweep.detach and launcher != "slurm":

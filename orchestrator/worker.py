@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 import traceback
@@ -107,6 +108,8 @@ def run_job(spec: JobSpec) -> dict | None:
     from workloads import build_workload
 
     cfg = spec.cfg
+    if cfg.workload.path and cfg.workload.path not in sys.path:
+        sys.path.insert(0, cfg.workload.path)  # user code: workload.target and compile.backend
     spec.job_dir.mkdir(parents=True, exist_ok=True)
     result = result_skeleton(spec) | _log_paths()
     cache = _inductor_cache(spec)
@@ -120,6 +123,7 @@ def run_job(spec: JobSpec) -> dict | None:
         if cfg.parallel.world_size > 1:
             rank, world = init_distributed(device, cfg.bench.timeout_s)
         device = local_device(device)
+        torch._dynamo.reset()  # nothing compiled earlier in this process may serve this job
         workload = build_workload(cfg.workload, cfg.bench.task, device, cfg.bench.seed)
         protocol = Protocol(cfg, workload, device, rank, world)
         result.update(protocol.run())

@@ -63,11 +63,9 @@ def import_target(target: str, path: str | None = None) -> type:
     try:
         module = importlib.import_module(module_name)
     except Exception as e:  # the user's module: any error while importing it is theirs to see
-        raise ConfigError(
-            f"workload.target: cannot import module {module_name!r}: {type(e).__name__}: {e}"
-        ) from None
+        raise ConfigError(f"{target}: cannot import module {module_name!r}: {type(e).__name__}: {e}") from None
     if not hasattr(module, attr):
-        raise ConfigError(f"workload.target: module {module_name!r} has no attribute {attr!r}")
+        raise ConfigError(f"{target}: module {module_name!r} has no attribute {attr!r}")
     return getattr(module, attr)
 
 
@@ -88,7 +86,7 @@ def build_workload(cfg: WorkloadConfig, task: str, device: torch.device, seed: i
 
 def build_module(cfg: WorkloadConfig, task: str, device: torch.device) -> Workload:
     cls = import_target(cfg.target or "", cfg.path)
-    inner = cls(**cfg.init_args)
+    inner = cls(**(cfg.init_args or {}))
     model = ScalarLoss(inner) if task == "train" else inner
     shapes = [list(s) for s in cfg.inputs]
     if cfg.batch_size:

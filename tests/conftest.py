@@ -1,0 +1,46 @@
+"""Shared fixtures: the CLI as a user runs it, a session-wide warm inductor cache, fast bench settings."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+
+# Fast settings for tests that are not about timing quality.
+FAST = ["bench.repeats=3", "bench.steps_per_repeat=1", "bench.warmup=1", "bench.bootstrap=200", "logger=none"]
+
+
+@pytest.fixture(scope="session")
+def compile_cache(tmp_path_factory) -> Path:
+    """One inductor cache for the whole session: tests not about cold compile reuse kernels."""
+    return tmp_path_factory.mktemp("inductor-cache")
+
+
+@pytest.fixture
+def fast(compile_cache) -> list[str]:
+    return [*FAST, f"compile.cache_dir={compile_cache}"]
+
+
+def run_cli(args: list[str], cwd: Path, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`python -m orchestrator ARGS` in a subprocess, as a user types it."""
+    full_env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200", **(env or {}))
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def results(sweep_dir: Path) -> dict[str, dict]:
+    """Every result.json of a sweep, by job id."""
+    return {p.parent.name: json.loads(p.read_text()) for p in (sweep_dir / "jobs").glob("*/result.json")}
+
+
+def by_label(sweep_dir: Path) -> dict[str, dict]:
+    return {r["label"]: r for r in results(sweep_dir).values()}

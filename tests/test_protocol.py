@@ -1,0 +1,87 @@
+"""The measurement protocol, on CPU with real torch.compile (inductor), in this process."""
+
+from __future__ import annotations
+
+from conftest import FAST, TESTS
+
+from orchestrator.plan import build_plan
+from orchestrator.worker import run_job
+
+USER = ["workload=module", f"workload.path={TESTS}", "workload.inputs=[[8,32]]"]
+
+
+def measure(tmp_path, compile_cache, *overrides: str) -> dict:
+    plan = build_plan([*FAST, f"compile.cache_dir={compile_cache}", *overrides], cwd=tmp_path)
+    assert len(plan.jobs) == 1
+    return run_job(plan.jobs[0])
+
+
+def test_graph_breaks_are_counted_with_reasons_and_places(tmp_path, compile_cache):
+    r = measure(tmp_path, compile_cache, *USER, "workload.target=user_models:PrintingNet", "bench.task=infer")
+    assert r["status"] == "ok", r["error"]
+    assert r["graph_breaks"] >= 2 and r["explain_graphs"] >= 2
+    reasons = " | ".join(b["reason"] for b in r["break_reasons"])
+    assert "print" in reasons.lower() and "item" in reasons.lower(), reasons
+    assert all(b["where"] and "user_models.py:" in b["where"] for b in r["break_reasons"])
+    assert r["graphs"] >= 2
+
+
+def test_clean_model_has_one_graph_and_no_breaks(tmp_path, compile_cache):
+    r = measure(tmp_path, compile_cache, "workload=block", "bench.task=infer")
+    assert r["status"] == "ok", r["error"]
+    assert (r["graphs"], r["graph_breaks"], r["explain_graphs"]) == (1, 0, 1)
+    assert r["parity_ok"] and r["parity_reference"] == "fp64"
+    assert r["parity_err"] < r["parity_limit"]
+
+
+def test_shape_schedule_recompiles_only_when_static(tmp_path, compile_cache):
+    shapes = "workload.shapes=[16,24,40]"
+    static = measure(tmp_path, compile_cache, "workload=block", "bench.task=infer", shapes, "compile.dynamic=false")
+    dynamic = measure(tmp_path, compile_cache, "workload=block", "bench.task=infer", shapes, "compile.dynamic=true")
+    assert static["status"] == dynamic["status"] == "ok"
+    assert static["dyn_recompiles"] == 3, "every new shape recompiles under dynamic=False"
+    assert static["dyn_compile_s"] > 0
+    assert dynamic["dyn_recompiles"] == 0, "dynamic=True compiles once for all shapes"
+    assert dynamic["dyn_shapes"] == static["dyn_shapes"] == 3
+
+
+def test_wrong_compiler_fails_parity_with_figures(tmp_path, compile_cache):
+    r = measure(tmp_path, compile_cache, *USER, "workload.target=user_models:MLP",
+                "compile.backend=user_models:perturbing_backend")
+    assert r["status"] == "parity_fail", r
+    assert r["parity_ok"] is False
+    assert r["parity_err"] > r["parity_limit"]
+    assert "relative error" in r["error"]
+    assert r["graphs"] >= 1, "the perturbing backend did compile a graph"
+
+
+def test_eager_control_passes_parity_and_has_no_compile(tmp_path, compile_cache):
+    r = measure(tmp_path, compile_cache, "workload=block", "compile.mode=eager")
+    assert r["status"] == "ok" and r["parity_ok"]
+    assert r["compile_s"] == 0.0 and r.get("graphs") is None
+    assert 0.5 < r["speedup"] < 2.0
+
+
+def test_speedup_ci_contains_estimate_and_narrows(tmp_path, compile_cache):
+    few = measure(tmp_path, compile_cache, "workload=block", "bench.task=infer", "bench.repeats=6",
+                  "bench.steps_per_repeat=2", "bench.bootstrap=2000", "sweep.name=few")
+    many = measure(tmp_path, compile_cache, "workload=block", "bench.task=infer", "bench.repeats=80",
+                   "bench.steps_per_repeat=2", "bench.bootstrap=2000", "sweep.name=many")
+    for r in (few, many):
+        assert r["status"] == "ok"
+        assert r["speedup_ci_low"] <= r["speedup"] <= r["speedup_ci_high"]
+        assert len(r["timings"]["eager_ms"]) == len(r["timings"]["compiled_ms"])
+    width = lambda r: r["speedup_ci_high"] - r["speedup_ci_low"]
+    assert width(many) < width(few), (width(many), width(few))
+
+
+def test_train_result_has_throughput_flops_and_environment(tmp_path, compile_cache):
+    r = measure(tmp_path, compile_cache, "workload=gpt", "bench.task=train")
+    assert r["status"] == "ok", r["error"]
+    assert r["parity_grad_err"] is not None and r["parity_ok"]
+    assert r["compiled_tokens_per_s"] > 0 and r["eager_samples_per_s"] > 0
+    assert r["flops_per_step"] > 0
+    tokens = r["batch_size"] * r["seq_len"]
+    assert abs(r["compiled_tokens_per_s"] - tokens / (r["compiled_ms"] / 1000)) < 1e-6 * r["compiled_tokens_per_s"]
+    assert r["env_torch"] and r["env_host"] and r["env_world_size"] == 1
+    assert r["eager_peak_gib"] is None if "eager_peak_gib" in r else True  # CPU: no CUDA memory figures

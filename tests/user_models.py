@@ -1,0 +1,94 @@
+"""Models and backends a user might bring, used by the tests through config alone
+(`workload=module workload.path=tests workload.target=user_models:NAME`).
+
+Several misbehave on purpose (fault injection). `FakeOOM` is a stand-in: it raises
+torch.OutOfMemoryError itself, since a real CUDA OOM cannot happen on this CPU-only machine.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import torch
+from torch import nn
+
+
+class MLP(nn.Module):
+    def __init__(self, dim: int = 32, hidden: int = 64) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class Stacked(nn.Module):
+    """Repeated blocks in a ModuleList: FSDP2 compiles and shards each."""
+
+    def __init__(self, dim: int = 32, depth: int = 2) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(MLP(dim) for _ in range(depth))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = x + layer(x)
+        return x
+
+
+class PrintingNet(MLP):
+    """Graph breaks: a print() and a .item() in forward."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.net(x)
+        print("forward ran")
+        scale = y.abs().mean().item()
+        return y / (1.0 + scale)
+
+
+class Raises(MLP):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError("planted failure in forward")
+
+
+class FakeOOM(MLP):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise torch.OutOfMemoryError("simulated: CUDA out of memory. Tried to allocate 80.00 GiB")
+
+
+class Hangs(MLP):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        time.sleep(3600)
+        return x
+
+
+class ExitsAbruptly(MLP):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        os._exit(3)
+
+
+class KillsItself(MLP):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        os.kill(os.getpid(), signal.SIGKILL)
+        return x
+
+
+class RankOneRaises(Stacked):
+    """Fails on rank 1 only, after the process group is up."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if os.environ.get("RANK") == "1":
+            raise RuntimeError("planted failure on rank 1")
+        return super().forward(x)
+
+
+def perturbing_backend(gm: torch.fx.GraphModule, example_inputs: list) -> object:
+    """A wrong "compiler": runs the graph, then scales float outputs by 1.01."""
+
+    def run(*args: torch.Tensor) -> object:
+        outs = gm(*args)
+        scale = lambda t: t * 1.01 if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+        return type(outs)(scale(o) for o in outs) if isinstance(outs, tuple | list) else scale(outs)
+
+    return run

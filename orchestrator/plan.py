@@ -178,19 +178,22 @@ def _axes_of(job_overrides: list[str]) -> dict[str, Any]:
 def build_plan(overrides: list[str], cwd: Path | None = None) -> Plan:
     """Compose and expand the sweep. Raises ConfigError before anything runs."""
     fixed, per_job = expand(overrides)
-    base_dc = compose_config(fixed)
-    base = to_job_config(OmegaConf.to_container(base_dc, resolve=True))  # type: ignore[arg-type]
+    points: list[tuple[list[str], dict[str, Any]]] = []
+    for job_overrides in per_job:
+        container = OmegaConf.to_container(compose_config(fixed + job_overrides), resolve=True)
+        to_job_config(container)  # type: ignore[arg-type]  # check choices and ranges now
+        points.append((job_overrides, container))  # type: ignore[arg-type]
+    # Sweep-level settings (launcher, logger, retry, sweep) are not axes: any job's are the sweep's.
+    base = to_job_config(points[0][1])
     sweep_dir = Path(base.sweep.dir or f"sweeps/{base.sweep.name}")
     if not sweep_dir.is_absolute():
         sweep_dir = (cwd or Path.cwd()) / sweep_dir
     jobs: list[JobSpec] = []
     seen: set[str] = set()
-    for job_overrides in per_job:
-        container = OmegaConf.to_container(compose_config(fixed + job_overrides), resolve=True)
-        to_job_config(container)  # type: ignore[arg-type]  # check choices and ranges now
-        job_id = job_id_of(container)  # type: ignore[arg-type]
+    for job_overrides, container in points:
+        job_id = job_id_of(container)
         if job_id in seen:  # two override sets that resolve to one config run once
             continue
         seen.add(job_id)
-        jobs.append(JobSpec(job_id, _axes_of(job_overrides), container, str(sweep_dir)))  # type: ignore[arg-type]
+        jobs.append(JobSpec(job_id, _axes_of(job_overrides), container, str(sweep_dir)))
     return Plan(base.sweep.name, sweep_dir, jobs, base)

@@ -86,7 +86,7 @@ def _log_paths() -> dict:
     try:
         paths = submitit.JobEnvironment().paths
         return {"log_stdout": str(paths.stdout), "log_stderr": str(paths.stderr)}
-    except RuntimeError:  # not inside a submitit job (called directly)
+    except (RuntimeError, KeyError):  # not inside a submitit job (called directly, or the debug executor)
         return {}
 
 

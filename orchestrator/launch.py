@@ -268,7 +268,7 @@ class Runner:
             exc = e
         text = f"{exc}" if exc else ""
         if "TIMEOUT" in state or "timed-out" in text or "timed out" in tail.lower():
-            return "timeout", f"job hit its time limit after {attempt.spec.cfg.bench.timeout_s:.0f} s per attempt"
+            return "timeout", f"hit its time limit of {attempt.spec.cfg.bench.timeout_s:.0f} s per attempt"
         if "CANCELLED" in state:
             return "crash", f"job cancelled (state {state})"
         last = tail.splitlines()[-1] if tail else text.splitlines()[0] if text else "no output"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 
 import torch
@@ -70,6 +71,10 @@ def print_plan(plan: Plan, console: Console) -> None:
         console.print(f"  {job.job_id}  {job.label}{state}")
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run_sweep(args: list[str]) -> int:
     console = Console()
     if any(a in MULTIRUN_FLAGS for a in args):
@@ -84,6 +89,8 @@ def run_sweep(args: list[str]) -> int:
         return 0
     plan.sweep_dir.mkdir(parents=True, exist_ok=True)
     lock = take_lock(plan.sweep_dir)
+    # SIGTERM (a scheduler, `kill`) takes the Ctrl-C path: cancel running jobs, keep finished ones.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         return _run(plan, console)
     finally:

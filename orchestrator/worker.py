@@ -12,6 +12,7 @@ import traceback
 from pathlib import Path
 
 import submitit
+from submitit.core.utils import UncompletedJobError
 import torch
 import torch.distributed as dist
 
@@ -58,6 +59,8 @@ def classify(exc: BaseException) -> str:
         return "oom"
     if isinstance(exc, CompileError):
         return "compile_error"
+    if isinstance(exc, UncompletedJobError) and "timed-out" in str(exc):
+        return "timeout"  # submitit's signal handler: time limit reached, no requeue left
     return "crash"
 
 
@@ -131,6 +134,8 @@ def run_job(spec: JobSpec) -> dict | None:
     except Exception as exc:  # every failure becomes a result row with its class and message
         result["status"] = classify(exc)
         result["error"] = f"{type(exc).__name__}: {exc}".strip()[:2000]
+        if result["status"] == "timeout":
+            result["error"] = f"hit its time limit of {cfg.bench.timeout_s:.0f} s per attempt ({exc})"
         if protocol is not None:
             result.update(protocol.result)
         write_json_atomic(

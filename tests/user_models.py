@@ -92,3 +92,11 @@ def perturbing_backend(gm: torch.fx.GraphModule, example_inputs: list) -> object
         return type(outs)(scale(o) for o in outs) if isinstance(outs, tuple | list) else scale(outs)
 
     return run
+
+
+class DiffersWhenCompiled(MLP):
+    """Numerically wrong only under torch.compile: a parity failure through the real inductor."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.net(x)
+        return y * 1.01 if torch.compiler.is_compiling() else y

@@ -1,0 +1,97 @@
+"""Reliability: every fault is classified, healthy results land, a killed orchestrator resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import ROOT, TESTS, by_label, results, run_cli
+
+FAULTS = {  # user model -> expected failure class
+    "MLP": "ok",
+    "Stacked": "ok",
+    "Raises": "crash",
+    "FakeOOM": "oom",
+    "Hangs": "timeout",
+    "ExitsAbruptly": "crash",
+    "KillsItself": "crash",
+    "DiffersWhenCompiled": "parity_fail",
+}
+
+
+def test_fault_injection_sweep(tmp_path, fast):
+    targets = ",".join(f"user_models:{name}" for name in FAULTS)
+    proc = run_cli(["workload=module", f"workload.path={TESTS}", "workload.inputs=[[4,32]]",
+                    f"workload.target={targets}", *fast, "bench.timeout_s=25", "launcher.max_requeues=0",
+                    "launcher.max_parallel=2"], cwd=tmp_path, timeout=400)
+    assert proc.returncode == 1, "a failed job must make the exit code say so"
+    sweep_dir = tmp_path / "sweeps" / "default"
+    got = {label.split(":")[-1]: r for label, r in by_label(sweep_dir).items()}
+    assert set(got) == set(FAULTS), "every job has a result row"
+    for name, expected in FAULTS.items():
+        assert got[name]["status"] == expected, (name, got[name]["status"], got[name]["error"])
+    assert "planted failure in forward" in got["Raises"]["error"]
+    assert "simulated: CUDA out of memory" in got["FakeOOM"]["error"]
+    assert "time limit" in got["Hangs"]["error"]
+    assert "without a result" in got["ExitsAbruptly"]["error"]
+    assert got["DiffersWhenCompiled"]["parity_err"] > got["DiffersWhenCompiled"]["parity_limit"]
+    for name in FAULTS:  # every failure points at its log, inside the sweep directory
+        assert got[name]["log_stderr"].startswith(str(sweep_dir)), got[name]
+    assert (sweep_dir / "dashboard.html").exists() and (sweep_dir / "results.csv").exists()
+
+
+def test_retry_policy_reruns_chosen_classes(tmp_path, fast):
+    proc = run_cli(["workload=module", f"workload.path={TESTS}", "workload.inputs=[[4,32]]",
+                    "workload.target=user_models:Raises", *fast, "retry.max_retries=2", "retry.on=[crash]",
+                    "sweep.report=false"], cwd=tmp_path, timeout=300)
+    assert proc.returncode == 1
+    assert proc.stdout.count("retrying") == 2
+    (r,) = results(tmp_path / "sweeps" / "default").values()
+    assert r["status"] == "crash"
+    logs = list((tmp_path / "sweeps" / "default" / "logs").glob("*/*_log.err"))
+    assert len(logs) == 3, "one first attempt and two retries"
+
+
+def test_sigkill_orchestrator_then_resume(tmp_path, fast):
+    args = ["workload=block", "compile.mode=eager,default,max-autotune-no-cudagraphs", *fast, "sweep.report=false"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    orch = subprocess.Popen([sys.executable, "-m", "orchestrator", *args], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sweep_dir = tmp_path / "sweeps" / "default"
+    deadline = time.time() + 240
+    while time.time() < deadline and not results(sweep_dir):
+        time.sleep(0.2)
+    first = results(sweep_dir)
+    assert len(first) == 1, "killed after the first result landed"
+    orch.send_signal(signal.SIGKILL)
+    orch.wait()
+    (done_id,) = first
+    done_file = sweep_dir / "jobs" / done_id / "result.json"
+    stamp, content = done_file.stat().st_mtime_ns, done_file.read_text()
+
+    again = run_cli(args, cwd=tmp_path, timeout=400)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "3 job(s), 1 already finished (skipped)" in again.stdout
+    assert done_file.stat().st_mtime_ns == stamp and done_file.read_text() == content, "never recomputed"
+    final = results(sweep_dir)
+    assert len(final) == 3 and all(r["status"] == "ok" for r in final.values())
+    for r in final.values():
+        json.dumps(r)  # every file is whole, valid JSON
+    assert not list(sweep_dir.glob("jobs/*/.result.json.*.tmp")), "no half-written files left"
+    submitted = json.loads((sweep_dir / "submitted.json").read_text())
+    assert set(submitted["jobs"]) == set(final)
+
+
+def test_half_written_result_is_never_read(tmp_path):
+    from orchestrator.results import read_result, write_json_atomic
+
+    job = tmp_path / "jobs" / "abc"
+    job.mkdir(parents=True)
+    (job / "result.json").write_text('{"status": "ok", "speedup": 1.')  # a torn write
+    assert read_result(job) is None
+    write_json_atomic(job / "result.json", {"status": "ok", "speedup": float("nan")})
+    assert read_result(job) == {"status": "ok", "speedup": "nan"}

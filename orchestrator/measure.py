@@ -340,6 +340,14 @@ class Protocol:
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return float(t.item())
 
+    def _all_gather(self, x: float) -> list[float]:
+        """One figure from every rank, in rank order."""
+        if self.world == 1:
+            return [x]
+        out = [None] * self.world
+        dist.all_gather_object(out, x)
+        return [float(v) for v in out]  # type: ignore[arg-type]
+
     def _all_reduce_sum(self, x: float) -> float:
         if self.world == 1:
             return x
@@ -370,7 +378,8 @@ class Protocol:
         r.update(eager_ms=eager_med, compiled_ms=comp_med, speedup=speedup, speedup_ci_low=low, speedup_ci_high=high)
         tokens = self.wl.batch_size * (self.wl.seq_len or 1)
         for name, ms in (("eager", eager_med), ("compiled", comp_med)):
-            r[f"{name}_samples_per_s"] = self._all_reduce_sum(self.wl.batch_size / (ms / 1000))
+            r[f"{name}_samples_per_s_by_rank"] = self._all_gather(self.wl.batch_size / (ms / 1000))
+            r[f"{name}_samples_per_s"] = sum(r[f"{name}_samples_per_s_by_rank"])
             r[f"{name}_tokens_per_s"] = self._all_reduce_sum(tokens / (ms / 1000)) if self.wl.seq_len else None
             r[f"{name}_tokens_per_s_per_device"] = (
                 r[f"{name}_tokens_per_s"] / self.world if r[f"{name}_tokens_per_s"] else None

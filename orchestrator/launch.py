@@ -8,9 +8,12 @@ without a result file gets one written here, with its failure class and the log'
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
+import re
 import signal
+import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +30,9 @@ from orchestrator.results import RESULT_FILE, read_result, write_json_atomic
 from orchestrator.worker import RANK_ERROR, Worker, result_skeleton
 
 SUBMITTED_FILE = "submitted.json"
+
+# Without Slurm accounting every poll would warn that sacct failed; the state comes from scontrol then.
+logging.getLogger("submitit").addFilter(lambda record: "Bypassing sacct error" not in record.getMessage())
 LOG_TAIL_CHARS = 1500
 
 
@@ -38,6 +44,8 @@ class Attempt:
     job: submitit.Job
     started: float
     gpus: list[int] = field(default_factory=list)
+    left_queue: float | None = None
+    """When a Slurm job was first seen gone from the queue."""
 
 
 def uses_cuda(cfg: Config) -> bool:
@@ -46,6 +54,12 @@ def uses_cuda(cfg: Config) -> bool:
 
 def slurm_time_min(cfg: Config) -> int:
     return cfg.launcher.time_min or max(1, math.ceil(cfg.bench.timeout_s / 60))
+
+
+def _slurm_mem(gb: float | None) -> str | None:
+    if not gb:
+        return None
+    return f"{int(gb)}G" if gb == int(gb) else f"{int(gb * 1024)}M"
 
 
 def make_executor(base: Config, sweep_dir: Path) -> submitit.Executor:
@@ -62,7 +76,7 @@ def make_executor(base: Config, sweep_dir: Path) -> submitit.Executor:
         "account": lc.account,
         "qos": lc.qos,
         "cpus_per_task": lc.cpus_per_task,
-        "mem": f"{int(lc.mem_gb * 1024)}MB" if lc.mem_gb else None,
+        "mem": _slurm_mem(lc.mem_gb),
         "constraint": lc.constraint,
         "exclude": lc.exclude,
         "array_parallelism": lc.array_parallelism,
@@ -95,6 +109,36 @@ def job_parameters(spec: JobSpec, base: Config) -> dict:
         "timeout_min": timeout_s / 60,
         "signal_delay_s": int(min(30, max(1, timeout_s / 4))),
     }
+
+
+def slurm_state(job_id: str, folder: Path) -> str:
+    """A Slurm job's state: sacct where accounting exists (submitit), else scontrol while slurmctld
+    still remembers the job (MinJobAge), else UNKNOWN."""
+    state = submitit.SlurmJob(folder, job_id).state
+    if state not in ("UNKNOWN", "", None):
+        return state
+    try:
+        out = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "UNKNOWN"
+    match = re.search(r"JobState=(\S+)", out.stdout)
+    return match.group(1) if match else "UNKNOWN"
+
+
+def slurm_queue() -> set[str] | None:
+    """Ids of the jobs Slurm still holds (pending or running), array tasks as `ID_TASK`; None if squeue fails."""
+    try:
+        out = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return set(out.stdout.split()) if out.returncode == 0 else None
+
+
+def sbatch_script(spec: JobSpec, base: Config, sweep_dir: Path) -> str:
+    """The sbatch script submitit would write for this job (what `--dry-run` shows for Slurm)."""
+    executor = make_executor(base, sweep_dir)
+    executor.update_parameters(**job_parameters(spec, base))
+    return executor._make_submission_file_text(executor._submitit_command_str, "%j")
 
 
 def failure_result(spec: JobSpec, attempt: Attempt | None, status: str, error: str) -> dict:
@@ -224,6 +268,8 @@ class Runner:
             return True  # DebugJob runs when its result is asked for, in _finish
         if attempt.job.done():
             return True
+        if self.base.launcher.name == "slurm":
+            return self._left_slurm(attempt)
         # Watchdog over submitit's own timeout: its requeues included, plus a grace period.
         limit = attempt.spec.cfg.bench.timeout_s * (self.base.launcher.max_requeues + 1) + 60
         if self.base.launcher.name == "local" and time.time() - attempt.started > limit:
@@ -231,6 +277,18 @@ class Runner:
             self._write_failure(attempt, "timeout", f"killed by the orchestrator after {limit:.0f} s")
             return True
         return False
+
+    def _left_slurm(self, attempt: Attempt) -> bool:
+        """Without accounting, submitit cannot see a job end that wrote no result: ask squeue."""
+        now = time.time()
+        if now - getattr(self, "_queue_time", 0) > 2:
+            self._queue, self._queue_time = slurm_queue(), now
+        if self._queue is None or str(attempt.job.job_id) in self._queue:
+            attempt.left_queue = None
+            return False
+        # Out of the queue: give the job a moment to land its result pickle before judging it.
+        attempt.left_queue = attempt.left_queue or now
+        return now - attempt.left_queue > 5
 
     def _finish(self, attempt: Attempt) -> bool:
         """Make sure the job has a result; returns whether to retry it."""
@@ -260,7 +318,10 @@ class Runner:
 
     def _diagnose(self, attempt: Attempt) -> tuple[str, str]:
         """Why a job ended without a result: its time limit, or a crash (with the log's tail)."""
-        state = str(getattr(attempt.job, "state", "")).upper()
+        if self.base.launcher.name == "slurm":
+            state = slurm_state(str(attempt.job.job_id), self.sweep_dir / "logs" / "%j").upper()
+        else:
+            state = str(getattr(attempt.job, "state", "")).upper()
         tail = _log_tail(attempt)
         try:
             exc = attempt.job.exception()

@@ -86,6 +86,11 @@ def run_sweep(args: list[str]) -> int:
     check_plan(plan)
     if plan.base.sweep.dry_run:
         print_plan(plan, console)
+        if plan.base.launcher.name == "slurm" and plan.jobs:
+            from orchestrator.launch import sbatch_script
+
+            console.print(f"sbatch script of {plan.jobs[0].job_id}:", highlight=False)
+            print(sbatch_script(plan.jobs[0], plan.base, plan.sweep_dir))
         return 0
     plan.sweep_dir.mkdir(parents=True, exist_ok=True)
     lock = take_lock(plan.sweep_dir)

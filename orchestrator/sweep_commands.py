@@ -9,7 +9,7 @@ import submitit
 from rich.console import Console
 
 from orchestrator.config import Config, ConfigError
-from orchestrator.launch import SUBMITTED_FILE
+from orchestrator.launch import SUBMITTED_FILE, slurm_state
 from orchestrator.plan import compose_config, to_job_config
 from orchestrator.results import RESULT_FILE, gather as gather_table, read_result, write_json_atomic
 
@@ -42,7 +42,7 @@ def _submitted(sweep_dir: Path) -> dict:
 
 def _job_state(sweep_dir: Path, launcher: str | None, job_id: str) -> str:
     if launcher == "slurm":
-        return submitit.SlurmJob(sweep_dir / "logs" / "%j", job_id).state
+        return slurm_state(job_id, sweep_dir / "logs" / "%j")
     return "UNKNOWN"
 
 

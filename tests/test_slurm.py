@@ -1,0 +1,120 @@
+"""Sweeps on a real single-node Slurm cluster (scripts/slurm-up.sh), through submitit's SlurmExecutor.
+
+The cluster needs root and Debian's slurm/munge packages; without them these tests skip and say why.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+from conftest import ROOT, TESTS, by_label, results, run_cli
+
+SLURM = ["launcher=slurm"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    up = subprocess.run(["bash", str(ROOT / "scripts" / "slurm-up.sh")], capture_output=True, text=True, timeout=180)
+    if up.returncode == 3:
+        pytest.skip(f"no Slurm cluster on this machine: {up.stderr.strip()}")
+    assert up.returncode == 0, up.stdout + up.stderr
+    yield
+    subprocess.run(["bash", str(ROOT / "scripts" / "slurm-down.sh")], capture_output=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def timeout_sweep(cluster, tmp_path_factory):
+    """A job that hangs past a 1-minute limit, submitted first (it takes minutes with its requeue)."""
+    cwd = tmp_path_factory.mktemp("slurm-timeout")
+    proc = run_cli([*SLURM, "workload=module", f"workload.path={TESTS}", "workload.target=user_models:Hangs",
+                    "workload.inputs=[[4,32]]", "launcher.time_min=1", "launcher.max_requeues=1",
+                    "bench.timeout_s=60", "logger=none", "sweep.detach=true"], cwd=cwd, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return cwd / "sweeps" / "default"
+
+
+def wait_for_results(sweep_dir, n: int, timeout: float) -> dict:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        found = results(sweep_dir)
+        if len(found) >= n:
+            return found
+        time.sleep(2)
+    return results(sweep_dir)
+
+
+def test_timeout_job_is_submitted_detached(timeout_sweep):
+    assert (timeout_sweep / "submitted.json").exists()
+
+
+def test_array_sweep_gathers_every_result(cluster, tmp_path, fast):
+    proc = run_cli([*SLURM, "workload=block", "bench.task=infer",
+                    "compile.mode=eager,default,max-autotune-no-cudagraphs", *fast, "sweep.report=false"],
+                   cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sweep_dir = tmp_path / "sweeps" / "default"
+    found = results(sweep_dir)
+    assert len(found) == 3 and all(r["status"] == "ok" for r in found.values())
+    import json
+
+    ids = [j["job_id"] for j in json.loads((sweep_dir / "submitted.json").read_text())["jobs"].values()]
+    arrays = {i.split("_")[0] for i in ids}
+    assert len(arrays) == 1 and all("_" in i for i in ids), f"one array: {ids}"
+    script = next((sweep_dir / "logs").glob("*/*_submission.sh")).read_text()
+    assert "#SBATCH --array=0-2%3" in script and "#SBATCH --job-name=orchestrator" in script
+
+
+def test_ddp_with_two_slurm_tasks(cluster, tmp_path, fast):
+    proc = run_cli([*SLURM, "parallel=ddp", "workload=gpt", *fast, "sweep.report=false"], cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (r,) = results(tmp_path / "sweeps" / "default").values()
+    assert r["status"] == "ok" and r["env_world_size"] == 2 and r["graphs"] >= 1 and r["parity_ok"]
+    assert len(r["compiled_samples_per_s_by_rank"]) == 2
+
+
+def test_detached_submit_then_status_then_gather(cluster, tmp_path, fast):
+    proc = run_cli([*SLURM, "workload=block", "bench.task=infer", "compile.mode=eager,default", *fast,
+                    "sweep.detach=true"], cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "submitted 2 job(s); later: python -m orchestrator status" in proc.stdout
+    sweep_dir = tmp_path / "sweeps" / "default"
+    status = run_cli(["status", str(sweep_dir)], cwd=tmp_path, timeout=60)
+    assert status.returncode == 0 and status.stdout.count("compile.mode=") == 2
+    assert wait_for_results(sweep_dir, 2, 300).keys() == set(by_label(sweep_dir)[k]["job_id"] for k in by_label(sweep_dir))
+    status = run_cli(["status", str(sweep_dir)], cwd=tmp_path, timeout=60)
+    assert "ok=2" in status.stdout
+    gathered = run_cli(["gather", str(sweep_dir)], cwd=tmp_path, timeout=120)
+    assert gathered.returncode == 0, gathered.stdout + gathered.stderr
+    assert (sweep_dir / "results.csv").read_text().count("\n") == 3
+
+
+def test_cancel_a_sweep(cluster, tmp_path, fast):
+    proc = run_cli([*SLURM, "workload=module", f"workload.path={TESTS}", "workload.inputs=[[4,32]]",
+                    "workload.target=user_models:Hangs,user_models:ExitsAbruptly", "workload.batch_size=2,3",
+                    *fast, "sweep.detach=true"], cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    sweep_dir = tmp_path / "sweeps" / "default"
+    cancel = run_cli(["cancel", str(sweep_dir)], cwd=tmp_path, timeout=60)
+    assert cancel.returncode == 0 and "cancelled" in cancel.stdout
+    time.sleep(3)
+    queue = subprocess.run(["squeue", "-h", "-n", "orchestrator", "-o", "%i %T"], capture_output=True, text=True)
+    import json
+
+    ours = {j["job_id"].split("_")[0] for j in json.loads((sweep_dir / "submitted.json").read_text())["jobs"].values()}
+    assert not [ln for ln in queue.stdout.splitlines() if ln.split("_")[0].split()[0] in ours], queue.stdout
+    gathered = run_cli(["gather", str(sweep_dir)], cwd=tmp_path, timeout=120)
+    assert gathered.returncode == 1, "cancelled jobs are failures"
+    found = results(sweep_dir)
+    assert len(found) == 4 and all(r["status"] != "ok" for r in found.values())
+    assert any("CANCELLED" in (r["error"] or "") for r in found.values())
+
+
+def test_time_limit_requeues_then_records_timeout(timeout_sweep):
+    found = wait_for_results(timeout_sweep, 1, 420)
+    (r,) = found.values()
+    assert r["status"] == "timeout", r
+    log = next((timeout_sweep / "logs").glob("*/*_0_log.out")).read_text()
+    assert log.count("Requeued job") == 1, "requeued once (launcher.max_requeues=1), then given up"
+    assert "timed-out too many times" in log

@@ -38,18 +38,51 @@ def compare_tables(base: pd.DataFrame, cand: pd.DataFrame, th: CompareConfig) ->
         if job_id not in c.index or job_id not in b.index:
             side = "candidate" if job_id not in c.index else "baseline"
             label = (b if job_id in b.index else c).loc[job_id].get("label", "")
-            rows.append({"job_id": job_id, "label": label, "check": "missing", "baseline": None,
-                         "candidate": None, "change": None, "regression": False, "note": f"not in {side}"})
+            rows.append(
+                {
+                    "job_id": job_id,
+                    "label": label,
+                    "check": "missing",
+                    "baseline": None,
+                    "candidate": None,
+                    "change": None,
+                    "regression": False,
+                    "note": f"not in {side}",
+                }
+            )
             continue
         rb, rc = b.loc[job_id], c.loc[job_id]
         label = rc.get("label", "")
         if rb.get("status") == "ok" and rc.get("status") != "ok":
-            rows.append({"job_id": job_id, "label": label, "check": "status", "baseline": rb.get("status"),
-                         "candidate": rc.get("status"), "change": None, "regression": True,
-                         "note": str(rc.get("error"))[:200]})
-        if bool(rb.get("parity_ok")) is True and rc.get("parity_ok") is not None and not bool(rc.get("parity_ok")):
-            rows.append({"job_id": job_id, "label": label, "check": "parity", "baseline": True,
-                         "candidate": False, "change": None, "regression": True, "note": "parity flipped"})
+            rows.append(
+                {
+                    "job_id": job_id,
+                    "label": label,
+                    "check": "status",
+                    "baseline": rb.get("status"),
+                    "candidate": rc.get("status"),
+                    "change": None,
+                    "regression": True,
+                    "note": str(rc.get("error"))[:200],
+                }
+            )
+        if (
+            bool(rb.get("parity_ok")) is True
+            and rc.get("parity_ok") is not None
+            and not bool(rc.get("parity_ok"))
+        ):
+            rows.append(
+                {
+                    "job_id": job_id,
+                    "label": label,
+                    "check": "parity",
+                    "baseline": True,
+                    "candidate": False,
+                    "change": None,
+                    "regression": True,
+                    "note": "parity flipped",
+                }
+            )
         for column, field, direction in CHECKS:
             vb, vc = _num(rb.get(column)), _num(rc.get(column))
             if vb is None or vc is None or vb == 0:
@@ -57,11 +90,31 @@ def compare_tables(base: pd.DataFrame, cand: pd.DataFrame, th: CompareConfig) ->
             change = (vc - vb) / abs(vb)
             limit = getattr(th, field)
             if direction * change > limit:
-                rows.append({"job_id": job_id, "label": label, "check": column, "baseline": vb, "candidate": vc,
-                             "change": change, "regression": True, "note": f"{field}={limit}"})
+                rows.append(
+                    {
+                        "job_id": job_id,
+                        "label": label,
+                        "check": column,
+                        "baseline": vb,
+                        "candidate": vc,
+                        "change": change,
+                        "regression": True,
+                        "note": f"{field}={limit}",
+                    }
+                )
             elif -direction * change > limit:
-                rows.append({"job_id": job_id, "label": label, "check": column, "baseline": vb, "candidate": vc,
-                             "change": change, "regression": False, "note": "improved"})
+                rows.append(
+                    {
+                        "job_id": job_id,
+                        "label": label,
+                        "check": column,
+                        "baseline": vb,
+                        "candidate": vc,
+                        "change": change,
+                        "regression": False,
+                        "note": "improved",
+                    }
+                )
     columns = ["job_id", "label", "check", "baseline", "candidate", "change", "regression", "note"]
     return pd.DataFrame(rows, columns=columns)
 

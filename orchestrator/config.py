@@ -105,7 +105,9 @@ class CompileConfig:
         check_choice("compile.mode", self.mode, COMPILE_MODES)
         check_choice("compile.cache", self.cache, CACHE_KINDS)
         if self.mode not in ("eager", "default") and self.backend != "inductor":
-            raise ConfigError(f"compile.mode={self.mode} needs compile.backend=inductor, got {self.backend!r}")
+            raise ConfigError(
+                f"compile.mode={self.mode} needs compile.backend=inductor, got {self.backend!r}"
+            )
 
 
 @dataclass
@@ -310,7 +312,9 @@ class Config:
 
     def __post_init__(self) -> None:
         if self.parallel.world_size > 1 and self.parallel.nodes > 1 and self.launcher.name != "slurm":
-            raise ConfigError(f"parallel.nodes={self.parallel.nodes} needs launcher=slurm (local runs one node)")
+            raise ConfigError(
+                f"parallel.nodes={self.parallel.nodes} needs launcher=slurm (local runs one node)"
+            )
         if self.compile.freezing and self.bench.task != "infer":
             raise ConfigError("compile.freezing=true works only with bench.task=infer")
 

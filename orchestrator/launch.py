@@ -93,7 +93,11 @@ def job_parameters(spec: JobSpec, base: Config) -> dict:
     cfg = spec.cfg
     world_ranks = cfg.parallel.ranks_per_node if cfg.parallel.world_size > 1 else 1
     cuda = uses_cuda(cfg)
-    gpus = base.launcher.gpus_per_node if base.launcher.gpus_per_node is not None else (world_ranks if cuda else 0)
+    gpus = (
+        base.launcher.gpus_per_node
+        if base.launcher.gpus_per_node is not None
+        else (world_ranks if cuda else 0)
+    )
     timeout_s = cfg.bench.timeout_s
     if base.launcher.name == "slurm":
         return {
@@ -118,7 +122,9 @@ def slurm_state(job_id: str, folder: Path) -> str:
     if state not in ("UNKNOWN", "", None):
         return state
     try:
-        out = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            ["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, timeout=30
+        )
     except (OSError, subprocess.TimeoutExpired):
         return "UNKNOWN"
     match = re.search(r"JobState=(\S+)", out.stdout)
@@ -126,7 +132,7 @@ def slurm_state(job_id: str, folder: Path) -> str:
 
 
 def slurm_queue() -> set[str] | None:
-    """Ids of the jobs Slurm still holds (pending or running), array tasks as `ID_TASK`; None if squeue fails."""
+    """Ids of the jobs Slurm still holds, array tasks as `ID_TASK`; None if squeue fails."""
     try:
         out = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
@@ -196,9 +202,17 @@ class Runner:
 
     def _record_submitted(self, jobs: list[submitit.Job], specs: list[JobSpec]) -> None:
         path = self.sweep_dir / SUBMITTED_FILE
-        data = json.loads(path.read_text()) if path.exists() else {"launcher": self.base.launcher.name, "jobs": {}}
+        data = (
+            json.loads(path.read_text())
+            if path.exists()
+            else {"launcher": self.base.launcher.name, "jobs": {}}
+        )
         for job, spec in zip(jobs, specs, strict=True):
-            data["jobs"][spec.job_id] = {"job_id": str(job.job_id), "label": spec.label, "submitted": time.time()}
+            data["jobs"][spec.job_id] = {
+                "job_id": str(job.job_id),
+                "label": spec.label,
+                "submitted": time.time(),
+            }
         data["orchestrator_pid"] = os.getpid()
         write_json_atomic(path, data)
 
@@ -306,13 +320,17 @@ class Runner:
         self.counts["done" if ok else "failed"] += 1
         mark = "[green]ok[/green]" if ok else f"[red]{result['status']}[/red]"
         figure = f" speedup {result['speedup']:.3f}" if ok and result.get("speedup") else ""
-        self.console.print(f"{mark} {spec.job_id} {spec.label}{figure}" + ("" if ok else f": {result['error']}"))
+        self.console.print(
+            f"{mark} {spec.job_id} {spec.label}{figure}" + ("" if ok else f": {result['error']}")
+        )
         retry = self.base.retry
         if not ok and result["status"] in retry.on and self.attempts_made[spec.job_id] <= retry.max_retries:
             self.counts["failed"] -= 1
             (spec.job_dir / RESULT_FILE).unlink(missing_ok=True)
-            self.console.print(f"[yellow]retrying {spec.job_id} ({self.attempts_made[spec.job_id]}/"
-                               f"{retry.max_retries})[/yellow]")
+            self.console.print(
+                f"[yellow]retrying {spec.job_id} ({self.attempts_made[spec.job_id]}/"
+                f"{retry.max_retries})[/yellow]"
+            )
             return True
         return False
 

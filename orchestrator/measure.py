@@ -215,7 +215,7 @@ class Protocol:
 
         model = self.wl.model
         try:
-            with self.amp(), (contextlib.nullcontext() if self.train else torch.no_grad()):
+            with self.amp(), contextlib.nullcontext() if self.train else torch.no_grad():
                 ex = torch._dynamo.explain(model)(*self.inputs)
         except torch.OutOfMemoryError:
             raise
@@ -255,7 +255,9 @@ class Protocol:
         self.forward_backward(eager.model, self.inputs)  # lazy init, allocator warm
         eager.model.zero_grad(set_to_none=True)
         out: dict[str, object] = {}
-        eager_s = self.timed(lambda: out.__setitem__("eager", self.forward_backward(eager.model, self.inputs)))
+        eager_s = self.timed(
+            lambda: out.__setitem__("eager", self.forward_backward(eager.model, self.inputs))
+        )
         counters.clear()
         t0 = time.perf_counter()
         try:
@@ -330,7 +332,9 @@ class Protocol:
         )
         r["parity_ok"] = bool(err_c <= limit)  # NaN compares False: NaN never passes
         if not r["parity_ok"]:
-            raise ParityError(f"compiled relative error {err_c:.3g} > limit {limit:.3g} ({r['parity_reference']})")
+            raise ParityError(
+                f"compiled relative error {err_c:.3g} > limit {limit:.3g} ({r['parity_reference']})"
+            )
 
     def _all_reduce_max(self, x: float) -> float:
         """Max over ranks (NaN counted as +inf), so any failing rank fails the job."""
@@ -375,12 +379,20 @@ class Protocol:
         speedup, low, high = median_ratio_ci(e_ms, c_ms, b.bootstrap, b.seed)
         eager_med = sorted(e_ms)[len(e_ms) // 2]
         comp_med = sorted(c_ms)[len(c_ms) // 2]
-        r.update(eager_ms=eager_med, compiled_ms=comp_med, speedup=speedup, speedup_ci_low=low, speedup_ci_high=high)
+        r.update(
+            eager_ms=eager_med,
+            compiled_ms=comp_med,
+            speedup=speedup,
+            speedup_ci_low=low,
+            speedup_ci_high=high,
+        )
         tokens = self.wl.batch_size * (self.wl.seq_len or 1)
         for name, ms in (("eager", eager_med), ("compiled", comp_med)):
             r[f"{name}_samples_per_s_by_rank"] = self._all_gather(self.wl.batch_size / (ms / 1000))
             r[f"{name}_samples_per_s"] = sum(r[f"{name}_samples_per_s_by_rank"])
-            r[f"{name}_tokens_per_s"] = self._all_reduce_sum(tokens / (ms / 1000)) if self.wl.seq_len else None
+            r[f"{name}_tokens_per_s"] = (
+                self._all_reduce_sum(tokens / (ms / 1000)) if self.wl.seq_len else None
+            )
             r[f"{name}_tokens_per_s_per_device"] = (
                 r[f"{name}_tokens_per_s"] / self.world if r[f"{name}_tokens_per_s"] else None
             )
@@ -406,10 +418,14 @@ class Protocol:
             synchronize(self.device)
             peak = torch.cuda.max_memory_allocated(self.device) - before + state_bytes(side)
             r[f"{name}_peak_gib"] = self._all_reduce_max(peak / GIB)
-            r[f"{name}_reserved_gib"] = self._all_reduce_max(torch.cuda.max_memory_reserved(self.device) / GIB)
+            r[f"{name}_reserved_gib"] = self._all_reduce_max(
+                torch.cuda.max_memory_reserved(self.device) / GIB
+            )
         r["memory_ratio"] = r["compiled_peak_gib"] / r["eager_peak_gib"] if r["eager_peak_gib"] else None
         if self.cfg.compile.mode in ("reduce-overhead", "max-autotune"):
-            r["memory_note"] = "CUDA graph pool allocated at capture, before this phase: compiled peak leaves it out"
+            r["memory_note"] = (
+                "CUDA graph pool allocated at capture, before this phase: compiled peak leaves it out"
+            )
 
     def dynamic_schedule(self, eager: Side, compiled: Side) -> None:
         """Run the shape schedule: recompiles, the compile seconds they cost, and speed across shapes."""

@@ -13,10 +13,35 @@ from plotly.subplots import make_subplots
 DASHBOARD_FILE = "dashboard.html"
 
 TABLE_KEYS = [
-    "job_id", "label", "status", "workload", "size", "task", "dtype", "mode", "dynamic", "strategy", "world_size",
-    "compile_s", "eager_ms", "compiled_ms", "speedup", "speedup_ci_low", "speedup_ci_high",
-    "compiled_tokens_per_s", "compiled_mfu", "break_even_steps", "eager_peak_gib", "compiled_peak_gib",
-    "graphs", "graph_breaks", "dyn_recompiles", "dyn_compile_s", "parity_ok", "parity_err", "scaling_efficiency",
+    "job_id",
+    "label",
+    "status",
+    "workload",
+    "size",
+    "task",
+    "dtype",
+    "mode",
+    "dynamic",
+    "strategy",
+    "world_size",
+    "compile_s",
+    "eager_ms",
+    "compiled_ms",
+    "speedup",
+    "speedup_ci_low",
+    "speedup_ci_high",
+    "compiled_tokens_per_s",
+    "compiled_mfu",
+    "break_even_steps",
+    "eager_peak_gib",
+    "compiled_peak_gib",
+    "graphs",
+    "graph_breaks",
+    "dyn_recompiles",
+    "dyn_compile_s",
+    "parity_ok",
+    "parity_err",
+    "scaling_efficiency",
 ]
 
 # Runs in the page: records JS errors where a test (or a person) can see them, and sorts tables.
@@ -81,7 +106,11 @@ def html_table(df: pd.DataFrame, keys: list[str], table_id: str) -> str:
 
 
 def _group_label(df: pd.DataFrame) -> pd.Series:
-    parts = [c for c in ("workload", "size", "task", "dtype", "strategy", "dynamic") if c in df and df[c].nunique() > 1]
+    parts = [
+        c
+        for c in ("workload", "size", "task", "dtype", "strategy", "dynamic")
+        if c in df and df[c].nunique() > 1
+    ]
     if not parts:
         return df["size"].map(str) if "size" in df else pd.Series(["all"] * len(df), index=df.index)
     return df[parts].map(lambda v: "-" if v is None or v != v else str(v)).agg(" ".join, axis=1)
@@ -93,14 +122,23 @@ def speedup_figure(df: pd.DataFrame) -> go.Figure:
     ok["group"] = _group_label(ok)
     for group, part in ok.groupby("group", sort=False):
         fig.add_bar(
-            x=part["mode"], y=part["speedup"], name=str(group),
-            error_y={"type": "data", "symmetric": False,
-                     "array": part["speedup_ci_high"] - part["speedup"],
-                     "arrayminus": part["speedup"] - part["speedup_ci_low"]},
+            x=part["mode"],
+            y=part["speedup"],
+            name=str(group),
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": part["speedup_ci_high"] - part["speedup"],
+                "arrayminus": part["speedup"] - part["speedup_ci_low"],
+            },
         )
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888")
-    fig.update_layout(title="Speedup compiled vs eager (median of pair ratios, 95% bootstrap CI)",
-                      yaxis_title="speedup (x)", barmode="group", height=420)
+    fig.update_layout(
+        title="Speedup compiled vs eager (median of pair ratios, 95% bootstrap CI)",
+        yaxis_title="speedup (x)",
+        barmode="group",
+        height=420,
+    )
     return fig
 
 
@@ -108,15 +146,25 @@ def compile_figure(df: pd.DataFrame) -> go.Figure:
     ok = df[df["status"] == "ok"].copy()
     ok["group"] = _group_label(ok)
     be = ok["break_even_steps"] if "break_even_steps" in ok else pd.Series([None] * len(ok), index=ok.index)
-    fig = go.Figure(go.Scatter(
-        x=ok["compile_s"], y=ok["speedup"], mode="markers+text", text=ok["mode"], textposition="top center",
-        customdata=list(zip(ok["group"], be, strict=True)),
-        hovertemplate="%{text} %{customdata[0]}<br>compile %{x:.2f} s<br>speedup %{y:.3f}"
-                      "<br>break-even %{customdata[1]:.0f} steps<extra></extra>",
-        marker={"size": 11},
-    ))
-    fig.update_layout(title="Compile time vs speedup (hover: break-even steps = compile s / time saved per step)",
-                      xaxis_title="compile s", yaxis_title="speedup (x)", height=420)
+    fig = go.Figure(
+        go.Scatter(
+            x=ok["compile_s"],
+            y=ok["speedup"],
+            mode="markers+text",
+            text=ok["mode"],
+            textposition="top center",
+            customdata=list(zip(ok["group"], be, strict=True)),
+            hovertemplate="%{text} %{customdata[0]}<br>compile %{x:.2f} s<br>speedup %{y:.3f}"
+            "<br>break-even %{customdata[1]:.0f} steps<extra></extra>",
+            marker={"size": 11},
+        )
+    )
+    fig.update_layout(
+        title="Compile time vs speedup (hover: break-even steps = compile s / time saved per step)",
+        xaxis_title="compile s",
+        yaxis_title="speedup (x)",
+        height=420,
+    )
     return fig
 
 
@@ -125,9 +173,16 @@ def memory_figure(df: pd.DataFrame) -> go.Figure | None:
         return None
     ok = df[df["status"] == "ok"]
     labels = ok["label"]
-    fig = go.Figure([go.Bar(x=labels, y=ok["eager_peak_gib"], name="eager"),
-                     go.Bar(x=labels, y=ok["compiled_peak_gib"], name="compiled")])
-    fig.update_layout(title="Peak memory per rank (GiB)", barmode="group", height=420)
+    fig = go.Figure(
+        [
+            go.Bar(x=labels, y=ok["eager_peak_gib"], name="eager"),
+            go.Bar(x=labels, y=ok["compiled_peak_gib"], name="compiled"),
+        ]
+    )
+    title = "Peak memory per rank (GiB)"
+    if "memory_note" in ok and ok["memory_note"].notna().any():
+        title += "<br><sub>CUDA-graph modes: the graph pool (made at capture) is not in the peak</sub>"
+    fig.update_layout(title=title, barmode="group", height=440)
     return fig
 
 
@@ -147,10 +202,18 @@ def parity_figure(df: pd.DataFrame) -> go.Figure | None:
     colors = ["#2a7" if v is True else "#c33" for v in df.get("parity_ok", [])]
     fig = go.Figure(go.Bar(x=df["label"], y=df["parity_err"], marker_color=colors, name="compiled error"))
     if "parity_limit" in df:
-        fig.add_scatter(x=df["label"], y=df["parity_limit"], mode="markers", name="limit",
-                        marker={"symbol": "line-ew-open", "size": 30, "color": "#000"})
-    fig.update_layout(title="Parity: relative error of compiled vs reference (green pass, red fail)",
-                      yaxis_type="log", height=420)
+        fig.add_scatter(
+            x=df["label"],
+            y=df["parity_limit"],
+            mode="markers",
+            name="limit",
+            marker={"symbol": "line-ew-open", "size": 30, "color": "#000"},
+        )
+    fig.update_layout(
+        title="Parity: relative error of compiled vs reference (green pass, red fail)",
+        yaxis_type="log",
+        height=420,
+    )
     return fig
 
 
@@ -181,19 +244,30 @@ def write_dashboard(sweep_dir: Path, df: pd.DataFrame, compare: pd.DataFrame | N
         if fig is None:
             sections.append(f"<h2>{title}</h2><p class='note'>Not measured in this sweep (CUDA only).</p>")
             continue
-        sections.append(f"<h2>{title}</h2>" + fig.to_html(full_html=False, include_plotlyjs=first,
-                                                            config={"displaylogo": False}))
+        sections.append(
+            f"<h2>{title}</h2>"
+            + fig.to_html(full_html=False, include_plotlyjs=first, config={"displaylogo": False})
+        )
         first = False
     reasons = _reasons(sweep_dir)
     if reasons:
         rdf = pd.DataFrame(reasons, columns=["job", "reason", "where"])
-        sections.append("<h2>Graph-break reasons</h2>" + html_table(rdf, ["job", "reason", "where"], "reasons"))
+        sections.append(
+            "<h2>Graph-break reasons</h2>" + html_table(rdf, ["job", "reason", "where"], "reasons")
+        )
     failed = df[df["status"] != "ok"]
-    sections.append("<h2>Failures</h2>" + (
-        html_table(failed, ["job_id", "label", "status", "error", "log_stderr"], "failures")
-        if len(failed) else "<p class='note'>None: every job finished ok.</p>"))
+    sections.append(
+        "<h2>Failures</h2>"
+        + (
+            html_table(failed, ["job_id", "label", "status", "error", "log_stderr"], "failures")
+            if len(failed)
+            else "<p class='note'>None: every job finished ok.</p>"
+        )
+    )
     if compare is not None:
-        sections.append("<h2>Compare against baseline</h2>" + html_table(compare, list(compare.columns), "compare"))
+        sections.append(
+            "<h2>Compare against baseline</h2>" + html_table(compare, list(compare.columns), "compare")
+        )
     env_keys = [c for c in df.columns if c.startswith("env_")]
     env = df[env_keys].drop_duplicates() if env_keys else df.iloc[0:0]
     sections.append("<h2>Environment</h2>" + html_table(env, env_keys, "environment"))
@@ -203,10 +277,10 @@ def write_dashboard(sweep_dir: Path, df: pd.DataFrame, compare: pd.DataFrame | N
 <html><head><meta charset="utf-8"><title>sweep {name}</title><style>{STYLE}</style>
 <script>{PAGE_SCRIPT}</script></head>
 <body><h1>sweep {name}</h1>
-<p class="note">{len(df)} job(s), {n_ok} ok, {len(df) - n_ok} failed. Directory: {html.escape(str(sweep_dir))}</p>
+<p class="note">{len(df)} job(s), {n_ok} ok, {len(df) - n_ok} failed. {html.escape(str(sweep_dir))}</p>
 <div id="js-errors"></div>
 <h2>Results</h2><p class="note">Click a header to sort.</p>{html_table(df, TABLE_KEYS, "results")}
-{''.join(sections)}
+{"".join(sections)}
 </body></html>"""
     path = sweep_dir / DASHBOARD_FILE
     tmp = path.with_suffix(".html.tmp")

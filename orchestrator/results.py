@@ -72,7 +72,11 @@ def read_result(job_dir: Path) -> dict | None:
 def gather(sweep_dir: Path) -> pd.DataFrame:
     """All job results of a sweep directory as one table."""
     rows = []
-    for job_dir in sorted((sweep_dir / "jobs").glob("*")):
+    plan_file = sweep_dir / "plan.json"  # the sweep's own order (axes as declared), where known
+    order = list(json.loads(plan_file.read_text())["jobs"]) if plan_file.exists() else []
+    rank = {job_id: i for i, job_id in enumerate(order)}
+    job_dirs = sorted((sweep_dir / "jobs").glob("*"), key=lambda d: (rank.get(d.name, len(rank)), d.name))
+    for job_dir in job_dirs:
         result = read_result(job_dir)
         if result is not None:
             rows.append({k: v for k, v in result.items() if not isinstance(v, dict | list)})
@@ -86,7 +90,11 @@ def add_scaling(df: pd.DataFrame) -> pd.DataFrame:
     """Scaling efficiency of each distributed row against the `none` row of the same model and settings."""
     if "strategy" not in df or "compiled_tokens_per_s" not in df:
         return df
-    keys = [k for k in ("workload", "size", "task", "dtype", "mode", "dynamic", "batch_size", "seq_len") if k in df]
+    keys = [
+        k
+        for k in ("workload", "size", "task", "dtype", "mode", "dynamic", "batch_size", "seq_len")
+        if k in df
+    ]
     single = df[df["strategy"] == "none"].set_index(keys)["compiled_samples_per_s"]
     effs = []
     for _, row in df.iterrows():

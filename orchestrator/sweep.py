@@ -31,12 +31,17 @@ def check_plan(plan: Plan) -> None:
         cfg = job.cfg
         world = cfg.parallel.world_size
         if launcher == "debug" and world > 1:
-            raise ConfigError(f"parallel.strategy={cfg.parallel.strategy} needs launcher=local or slurm (debug runs in-process)")
+            raise ConfigError(
+                f"parallel.strategy={cfg.parallel.strategy} needs launcher=local or slurm (debug: in-process)"
+            )
         if cfg.bench.device == "cuda" and not gpus and launcher != "slurm":
-            raise ConfigError("bench.device=cuda but this machine has no GPU; choose bench.device=cpu or auto")
+            raise ConfigError(
+                "bench.device=cuda but this machine has no GPU; choose bench.device=cpu or auto"
+            )
         if launcher == "local" and uses_cuda(cfg) and world > gpus:
             raise ConfigError(
-                f"parallel.ranks_per_node={cfg.parallel.ranks_per_node} needs {world} GPUs; this machine has {gpus}"
+                f"parallel.ranks_per_node={cfg.parallel.ranks_per_node} needs {world} GPUs; this machine has "
+                f"{gpus}"
             )
         if cfg.workload.name == "module":
             targets.add((cfg.workload.target or "", cfg.workload.path))
@@ -106,7 +111,9 @@ def _run(plan: Plan, console: Console) -> int:
     base: Config = plan.base
     orphans = kill_orphans(plan.sweep_dir)
     if orphans:
-        console.print(f"[yellow]stopped {orphans} job(s) left running by an earlier, killed orchestrator[/yellow]")
+        console.print(
+            f"[yellow]stopped {orphans} job(s) left running by an earlier, killed orchestrator[/yellow]"
+        )
     write_json_atomic(
         plan.sweep_dir / "plan.json",
         {"name": plan.name, "jobs": {j.job_id: {"label": j.label, "axes": j.axes} for j in plan.jobs}},

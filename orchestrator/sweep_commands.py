@@ -11,7 +11,8 @@ from rich.console import Console
 from orchestrator.config import Config, ConfigError
 from orchestrator.launch import SUBMITTED_FILE, slurm_state
 from orchestrator.plan import compose_config, to_job_config
-from orchestrator.results import RESULT_FILE, gather as gather_table, read_result, write_json_atomic
+from orchestrator.results import RESULT_FILE, read_result, write_json_atomic
+from orchestrator.results import gather as gather_table
 
 
 def _sweep_dir(args: list[str], command: str) -> Path:
@@ -50,7 +51,11 @@ def status(args: list[str]) -> int:
     """Each job: its result if it has one, else its scheduler state (sacct/squeue on Slurm)."""
     sweep_dir = _sweep_dir(args, "status")
     submitted = _submitted(sweep_dir)
-    plan = json.loads((sweep_dir / "plan.json").read_text())["jobs"] if (sweep_dir / "plan.json").exists() else {}
+    plan = (
+        json.loads((sweep_dir / "plan.json").read_text())["jobs"]
+        if (sweep_dir / "plan.json").exists()
+        else {}
+    )
     console = Console(width=200)
     counts: dict[str, int] = {}
     for job_id in sorted(set(plan) | set(submitted["jobs"])):
@@ -77,19 +82,33 @@ def gather(args: list[str]) -> int:
     sweep_dir = _sweep_dir(args, "gather")
     submitted = _submitted(sweep_dir)
     base = _base_config(sweep_dir)
-    plan = json.loads((sweep_dir / "plan.json").read_text())["jobs"] if (sweep_dir / "plan.json").exists() else {}
+    plan = (
+        json.loads((sweep_dir / "plan.json").read_text())["jobs"]
+        if (sweep_dir / "plan.json").exists()
+        else {}
+    )
     for job_id, info in submitted["jobs"].items():
         job_dir = sweep_dir / "jobs" / job_id
         if read_result(job_dir) is not None or submitted["launcher"] != "slurm":
             continue
         state = _job_state(sweep_dir, "slurm", info["job_id"])
-        if state in ("TIMEOUT", "FAILED", "CANCELLED", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "COMPLETED"):
+        if state in (
+            "TIMEOUT",
+            "FAILED",
+            "CANCELLED",
+            "OUT_OF_MEMORY",
+            "NODE_FAIL",
+            "PREEMPTED",
+            "COMPLETED",
+        ):
             from omegaconf import OmegaConf
 
             config = OmegaConf.to_container(OmegaConf.load(job_dir / "config.yaml"))
             spec = JobSpec(job_id, plan.get(job_id, {}).get("axes", {}), config, str(sweep_dir))  # type: ignore[arg-type]
             status_ = "timeout" if state == "TIMEOUT" else "oom" if state == "OUT_OF_MEMORY" else "crash"
-            write_json_atomic(job_dir / RESULT_FILE, failure_result(spec, None, status_, f"Slurm state {state}"))
+            write_json_atomic(
+                job_dir / RESULT_FILE, failure_result(spec, None, status_, f"Slurm state {state}")
+            )
     return finish(sweep_dir, base, Console())
 
 

@@ -51,7 +51,9 @@ def log_job(spec: JobSpec, result: dict) -> None:
     run.finish()
 
 
-def log_sweep(sweep_dir: Path, name: str, df: pd.DataFrame, mode: str, project: str, entity: str | None) -> None:
+def log_sweep(
+    sweep_dir: Path, name: str, df: pd.DataFrame, mode: str, project: str, entity: str | None
+) -> None:
     import wandb
 
     _wandb_env(sweep_dir, mode)

@@ -12,9 +12,9 @@ import traceback
 from pathlib import Path
 
 import submitit
-from submitit.core.utils import UncompletedJobError
 import torch
 import torch.distributed as dist
+from submitit.core.utils import UncompletedJobError
 
 from orchestrator.plan import JobSpec
 from orchestrator.results import RESULT_FILE, write_json_atomic
@@ -41,7 +41,9 @@ def result_skeleton(spec: JobSpec) -> dict:
         "backend": c["compile"]["backend"],
         "cache": c["compile"]["cache"],
         "strategy": c["parallel"]["strategy"],
-        "world_size": 1 if c["parallel"]["strategy"] == "none" else c["parallel"]["ranks_per_node"] * c["parallel"]["nodes"],
+        "world_size": 1
+        if c["parallel"]["strategy"] == "none"
+        else c["parallel"]["ranks_per_node"] * c["parallel"]["nodes"],
         "axes": spec.axes,
         "config": c,
     }
@@ -140,8 +142,13 @@ def run_job(spec: JobSpec) -> dict | None:
             result.update(protocol.result)
         write_json_atomic(
             spec.job_dir / RANK_ERROR.format(rank),
-            {"rank": rank, "time": time.time(), "status": result["status"], "error": result["error"],
-             "traceback": traceback.format_exc()[-4000:]},
+            {
+                "rank": rank,
+                "time": time.time(),
+                "status": result["status"],
+                "error": result["error"],
+                "traceback": traceback.format_exc()[-4000:],
+            },
         )
     finally:
         if cfg.compile.cache == "cold":

@@ -28,12 +28,18 @@ def fast(compile_cache) -> list[str]:
     return [*FAST, f"compile.cache_dir={compile_cache}"]
 
 
-def run_cli(args: list[str], cwd: Path, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_cli(
+    args: list[str], cwd: Path, timeout: float = 600, env: dict | None = None
+) -> subprocess.CompletedProcess:
     """`python -m orchestrator ARGS` in a subprocess, as a user types it."""
     full_env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200", **(env or {}))
     return subprocess.run(
         [sys.executable, "-m", "orchestrator", *args],
-        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout,
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 

@@ -25,10 +25,15 @@ BAD_INPUTS = [
     (["parallel=ddp", "bench.device=cuda"], "bench.device=cuda but this machine has no GPU"),
     (["bench.timeout_s=0"], "bench.timeout_s=0.0 is not valid; it must be > 0"),
     (["compile.mode=default,fast"], "compile.mode='fast' is not valid"),
-    (["workload=module", "workload.target=no_such_pkg.models:Net", "workload.inputs=[[2,4]]"],
-     "cannot import module 'no_such_pkg.models': ModuleNotFoundError"),
+    (
+        ["workload=module", "workload.target=no_such_pkg.models:Net", "workload.inputs=[[2,4]]"],
+        "cannot import module 'no_such_pkg.models': ModuleNotFoundError",
+    ),
     (["workload=module", "workload.inputs=[[2,4]]"], "workload.target is required for workload=module"),
-    (["compile.mode=max-autotune", "compile.backend=aot_eager"], "compile.mode=max-autotune needs compile.backend=inductor"),
+    (
+        ["compile.mode=max-autotune", "compile.backend=aot_eager"],
+        "compile.mode=max-autotune needs compile.backend=inductor",
+    ),
     (["launcher=debug", "parallel=ddp"], "needs launcher=local or slurm"),
     (["sweep.detach=true"], "sweep.detach=true needs launcher=slurm"),
     (["compile.dynamic=maybe"], "compile.dynamic: Value 'maybe' is not a valid bool"),
@@ -55,8 +60,15 @@ def test_bad_input_through_the_real_cli(tmp_path):
 
 def test_user_module_import_error_names_module_and_cause(tmp_path, capsys):
     (tmp_path / "broken_models.py").write_text("import numpy\nraise ImportError('needs a GPU library')\n")
-    code = main(["workload=module", f"workload.path={tmp_path}", "workload.target=broken_models:Net",
-                 "workload.inputs=[[2,4]]", f"sweep.dir={tmp_path / 's'}"])
+    code = main(
+        [
+            "workload=module",
+            f"workload.path={tmp_path}",
+            "workload.target=broken_models:Net",
+            "workload.inputs=[[2,4]]",
+            f"sweep.dir={tmp_path / 's'}",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert "cannot import module 'broken_models': ImportError: needs a GPU library" in err
@@ -71,8 +83,18 @@ def test_defaults_compose_to_the_schema():
 
 
 def test_group_options_and_overrides_apply():
-    cfg = compose_config(["workload=block", "workload.size=small", "compile=max-autotune", "bench=infer",
-                          "parallel=ddp", "launcher=slurm", "logger=none", "compile.dynamic=true"])
+    cfg = compose_config(
+        [
+            "workload=block",
+            "workload.size=small",
+            "compile=max-autotune",
+            "bench=infer",
+            "parallel=ddp",
+            "launcher=slurm",
+            "logger=none",
+            "compile.dynamic=true",
+        ]
+    )
     assert (cfg.workload.name, cfg.workload.size) == ("block", "small")
     assert cfg.compile.mode == "max-autotune" and cfg.compile.dynamic is True
     assert cfg.bench.task == "infer" and cfg.parallel.strategy == "ddp" and cfg.parallel.ranks_per_node == 2
@@ -80,8 +102,16 @@ def test_group_options_and_overrides_apply():
 
 
 def test_user_workload_config(tmp_path):
-    plan = build_plan(["workload=module", f"workload.path={TESTS}", "workload.target=user_models:MLP",
-                       "workload.init_args={dim: 16}", "workload.inputs=[[4,16]]"], cwd=tmp_path)
+    plan = build_plan(
+        [
+            "workload=module",
+            f"workload.path={TESTS}",
+            "workload.target=user_models:MLP",
+            "workload.init_args={dim: 16}",
+            "workload.inputs=[[4,16]]",
+        ],
+        cwd=tmp_path,
+    )
     cfg = plan.jobs[0].cfg
     assert cfg.workload.target == "user_models:MLP" and cfg.workload.init_args == {"dim": 16}
     assert cfg.workload.inputs == [[4, 16]]

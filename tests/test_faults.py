@@ -25,9 +25,20 @@ FAULTS = {  # user model -> expected failure class
 
 def test_fault_injection_sweep(tmp_path, fast):
     targets = ",".join(f"user_models:{name}" for name in FAULTS)
-    proc = run_cli(["workload=module", f"workload.path={TESTS}", "workload.inputs=[[4,32]]",
-                    f"workload.target={targets}", *fast, "bench.timeout_s=25", "launcher.max_requeues=0",
-                    "launcher.max_parallel=2"], cwd=tmp_path, timeout=400)
+    proc = run_cli(
+        [
+            "workload=module",
+            f"workload.path={TESTS}",
+            "workload.inputs=[[4,32]]",
+            f"workload.target={targets}",
+            *fast,
+            "bench.timeout_s=25",
+            "launcher.max_requeues=0",
+            "launcher.max_parallel=2",
+        ],
+        cwd=tmp_path,
+        timeout=400,
+    )
     assert proc.returncode == 1, "a failed job must make the exit code say so"
     sweep_dir = tmp_path / "sweeps" / "default"
     got = {label.split(":")[-1]: r for label, r in by_label(sweep_dir).items()}
@@ -45,9 +56,20 @@ def test_fault_injection_sweep(tmp_path, fast):
 
 
 def test_retry_policy_reruns_chosen_classes(tmp_path, fast):
-    proc = run_cli(["workload=module", f"workload.path={TESTS}", "workload.inputs=[[4,32]]",
-                    "workload.target=user_models:Raises", *fast, "retry.max_retries=2", "retry.on=[crash]",
-                    "sweep.report=false"], cwd=tmp_path, timeout=300)
+    proc = run_cli(
+        [
+            "workload=module",
+            f"workload.path={TESTS}",
+            "workload.inputs=[[4,32]]",
+            "workload.target=user_models:Raises",
+            *fast,
+            "retry.max_retries=2",
+            "retry.on=[crash]",
+            "sweep.report=false",
+        ],
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert proc.returncode == 1
     assert proc.stdout.count("retrying") == 2
     (r,) = results(tmp_path / "sweeps" / "default").values()
@@ -57,10 +79,20 @@ def test_retry_policy_reruns_chosen_classes(tmp_path, fast):
 
 
 def test_sigkill_orchestrator_then_resume(tmp_path, fast):
-    args = ["workload=block", "compile.mode=eager,default,max-autotune-no-cudagraphs", *fast, "sweep.report=false"]
+    args = [
+        "workload=block",
+        "compile.mode=eager,default,max-autotune-no-cudagraphs",
+        *fast,
+        "sweep.report=false",
+    ]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    orch = subprocess.Popen([sys.executable, "-m", "orchestrator", *args], cwd=tmp_path, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    orch = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     sweep_dir = tmp_path / "sweeps" / "default"
     deadline = time.time() + 240
     while time.time() < deadline and not results(sweep_dir):

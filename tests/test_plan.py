@@ -10,7 +10,12 @@ from orchestrator.plan import build_plan
 def test_preset_expands_to_its_axes(tmp_path):
     plan = build_plan(["+sweep=modes"], cwd=tmp_path)
     assert [j.axes["compile.mode"] for j in plan.jobs] == [
-        "eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
+        "eager",
+        "default",
+        "reduce-overhead",
+        "max-autotune",
+        "max-autotune-no-cudagraphs",
+    ]
     assert plan.sweep_dir == tmp_path / "sweeps" / "modes"
     assert plan.name == "modes"
 
@@ -36,7 +41,9 @@ def test_plain_run_is_one_job(tmp_path):
 
 def test_job_ids_are_stable_and_distinct(tmp_path):
     a = build_plan(["+sweep=dynamic"], cwd=tmp_path)
-    b = build_plan(["+sweep=dynamic", "sweep.dir=elsewhere", "logger=none", "bench.timeout_s=5"], cwd=tmp_path)
+    b = build_plan(
+        ["+sweep=dynamic", "sweep.dir=elsewhere", "logger=none", "bench.timeout_s=5"], cwd=tmp_path
+    )
     ids_a = [j.job_id for j in a.jobs]
     assert ids_a == [j.job_id for j in b.jobs], "ids must not depend on where or how the sweep is launched"
     assert len(set(ids_a)) == 3

@@ -36,8 +36,12 @@ def test_clean_model_has_one_graph_and_no_breaks(tmp_path, compile_cache):
 
 def test_shape_schedule_recompiles_only_when_static(tmp_path, compile_cache):
     shapes = "workload.shapes=[16,24,40]"
-    static = measure(tmp_path, compile_cache, "workload=block", "bench.task=infer", shapes, "compile.dynamic=false")
-    dynamic = measure(tmp_path, compile_cache, "workload=block", "bench.task=infer", shapes, "compile.dynamic=true")
+    static = measure(
+        tmp_path, compile_cache, "workload=block", "bench.task=infer", shapes, "compile.dynamic=false"
+    )
+    dynamic = measure(
+        tmp_path, compile_cache, "workload=block", "bench.task=infer", shapes, "compile.dynamic=true"
+    )
     assert static["status"] == dynamic["status"] == "ok"
     assert static["dyn_recompiles"] == 3, "every new shape recompiles under dynamic=False"
     assert static["dyn_compile_s"] > 0
@@ -46,8 +50,13 @@ def test_shape_schedule_recompiles_only_when_static(tmp_path, compile_cache):
 
 
 def test_wrong_compiler_fails_parity_with_figures(tmp_path, compile_cache):
-    r = measure(tmp_path, compile_cache, *USER, "workload.target=user_models:MLP",
-                "compile.backend=user_models:perturbing_backend")
+    r = measure(
+        tmp_path,
+        compile_cache,
+        *USER,
+        "workload.target=user_models:MLP",
+        "compile.backend=user_models:perturbing_backend",
+    )
     assert r["status"] == "parity_fail", r
     assert r["parity_ok"] is False
     assert r["parity_err"] > r["parity_limit"]
@@ -63,10 +72,26 @@ def test_eager_control_passes_parity_and_has_no_compile(tmp_path, compile_cache)
 
 
 def test_speedup_ci_contains_estimate_and_narrows(tmp_path, compile_cache):
-    few = measure(tmp_path, compile_cache, "workload=block", "bench.task=infer", "bench.repeats=6",
-                  "bench.steps_per_repeat=2", "bench.bootstrap=2000", "sweep.name=few")
-    many = measure(tmp_path, compile_cache, "workload=block", "bench.task=infer", "bench.repeats=80",
-                   "bench.steps_per_repeat=2", "bench.bootstrap=2000", "sweep.name=many")
+    few = measure(
+        tmp_path,
+        compile_cache,
+        "workload=block",
+        "bench.task=infer",
+        "bench.repeats=6",
+        "bench.steps_per_repeat=2",
+        "bench.bootstrap=2000",
+        "sweep.name=few",
+    )
+    many = measure(
+        tmp_path,
+        compile_cache,
+        "workload=block",
+        "bench.task=infer",
+        "bench.repeats=80",
+        "bench.steps_per_repeat=2",
+        "bench.bootstrap=2000",
+        "sweep.name=many",
+    )
     for r in (few, many):
         assert r["status"] == "ok"
         assert r["speedup_ci_low"] <= r["speedup"] <= r["speedup_ci_high"]
@@ -82,6 +107,9 @@ def test_train_result_has_throughput_flops_and_environment(tmp_path, compile_cac
     assert r["compiled_tokens_per_s"] > 0 and r["eager_samples_per_s"] > 0
     assert r["flops_per_step"] > 0
     tokens = r["batch_size"] * r["seq_len"]
-    assert abs(r["compiled_tokens_per_s"] - tokens / (r["compiled_ms"] / 1000)) < 1e-6 * r["compiled_tokens_per_s"]
+    assert (
+        abs(r["compiled_tokens_per_s"] - tokens / (r["compiled_ms"] / 1000))
+        < 1e-6 * r["compiled_tokens_per_s"]
+    )
     assert r["env_torch"] and r["env_host"] and r["env_world_size"] == 1
     assert r["eager_peak_gib"] is None if "eager_peak_gib" in r else True  # CPU: no CUDA memory figures

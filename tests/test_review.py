@@ -12,29 +12,59 @@ from conftest import TESTS, results, run_cli
 from wandb_files import read_run
 
 CHROMIUM = shutil.which("chromium")
-CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--virtual-time-budget=15000"]
+CHROME_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--virtual-time-budget=15000",
+]
 
 
 @pytest.fixture(scope="module")
 def review_sweep(tmp_path_factory, compile_cache):
     """A real sweep with a clean model, one with graph breaks, one that fails, over a shape schedule."""
     cwd = tmp_path_factory.mktemp("review")
-    proc = run_cli(["workload=module", f"workload.path={TESTS}", "workload.inputs=[[4,8,32]]",
-                    "workload.shapes=[6,10]", "bench.task=infer",
-                    "workload.target=user_models:MLP,user_models:PrintingNet,user_models:Raises",
-                    "bench.repeats=3", "bench.steps_per_repeat=1", "bench.warmup=1", "logger=none",
-                    f"compile.cache_dir={compile_cache}"], cwd=cwd, timeout=600)
+    proc = run_cli(
+        [
+            "workload=module",
+            f"workload.path={TESTS}",
+            "workload.inputs=[[4,8,32]]",
+            "workload.shapes=[6,10]",
+            "bench.task=infer",
+            "workload.target=user_models:MLP,user_models:PrintingNet,user_models:Raises",
+            "bench.repeats=3",
+            "bench.steps_per_repeat=1",
+            "bench.warmup=1",
+            "logger=none",
+            f"compile.cache_dir={compile_cache}",
+        ],
+        cwd=cwd,
+        timeout=600,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr  # the planted failure
     return cwd / "sweeps" / "default"
 
 
 def test_wandb_offline_runs_hold_config_summary_and_history(tmp_path, fast):
     secret = "wandb-secret-key-0123456789abcdef"
-    proc = run_cli(["workload=block", "compile.mode=eager,default", *[a for a in fast if a != "logger=none"],
-                    "logger=wandb_offline", "sweep.name=wb", "sweep.report=false"],
-                   cwd=tmp_path, env={"WANDB_API_KEY": secret}, timeout=600)
+    proc = run_cli(
+        [
+            "workload=block",
+            "compile.mode=eager,default",
+            *[a for a in fast if a != "logger=none"],
+            "logger=wandb_offline",
+            "sweep.name=wb",
+            "sweep.report=false",
+        ],
+        cwd=tmp_path,
+        env={"WANDB_API_KEY": secret},
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     sweep_dir = tmp_path / "sweeps" / "wb"
     runs = [read_run(p) for p in sorted((sweep_dir / "wandb").glob("offline-run-*/run-*.wandb"))]
@@ -61,20 +91,35 @@ def test_dashboard_renders_in_headless_chromium(review_sweep, tmp_path):
     regen = run_cli(["report", str(review_sweep)], cwd=tmp_path, timeout=120)
     assert regen.returncode == 0 and "dashboard:" in regen.stdout
     url = (review_sweep / "dashboard.html").as_uri()
-    dom = subprocess.run([CHROMIUM, *CHROME_FLAGS, f"--user-data-dir={tmp_path / 'p1'}", "--dump-dom", url],
-                         capture_output=True, text=True, timeout=120).stdout
+    dom = subprocess.run(
+        [CHROMIUM, *CHROME_FLAGS, f"--user-data-dir={tmp_path / 'p1'}", "--dump-dom", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     assert 'data-ready="true"' in dom, "the page's load handler ran"
     plots = int(dom.split('data-plots="')[1].split('"')[0])
     assert plots >= 5, f"plotly drew {plots} charts"
     errors = dom.split('<div id="js-errors"')[1].split("</div>")[0]
     assert errors.split(">", 1)[1].strip() == "", f"JS errors: {errors}"
     assert dom.count("<tr") >= 4 and "planted failure in forward" in dom
-    assert "id=\"reasons\"" in dom and "user_models.py:" in dom, "graph-break reasons with places"
+    assert 'id="reasons"' in dom and "user_models.py:" in dom, "graph-break reasons with places"
     assert "Speedup compiled vs eager" in dom and "recompiles over the shape schedule" in dom
 
     shot = tmp_path / "dashboard.png"
-    subprocess.run([CHROMIUM, *CHROME_FLAGS, f"--user-data-dir={tmp_path / 'p2'}", "--window-size=1280,2000",
-                    f"--screenshot={shot}", url], capture_output=True, timeout=120, check=True)
+    subprocess.run(
+        [
+            CHROMIUM,
+            *CHROME_FLAGS,
+            f"--user-data-dir={tmp_path / 'p2'}",
+            "--window-size=1280,2000",
+            f"--screenshot={shot}",
+            url,
+        ],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
     png = shot.read_bytes()
     width, height = struct.unpack(">II", png[16:24])
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and (width, height) == (1280, 2000)
@@ -105,8 +150,17 @@ def test_compare_catches_a_planted_regression(review_sweep, tmp_path):
     assert "speedup" in rows and "compile_s" in rows
     assert "Compare against baseline" in (candidate / "dashboard.html").read_text()
 
-    lenient = run_cli(["compare", str(review_sweep), str(candidate), "compare.speedup_drop=0.5",
-                       "compare.compile_rise=0.6"], cwd=tmp_path, timeout=120)
+    lenient = run_cli(
+        [
+            "compare",
+            str(review_sweep),
+            str(candidate),
+            "compare.speedup_drop=0.5",
+            "compare.compile_rise=0.6",
+        ],
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert lenient.returncode == 0, lenient.stdout
 
 

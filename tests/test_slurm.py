@@ -16,7 +16,9 @@ SLURM = ["launcher=slurm"]
 
 @pytest.fixture(scope="module")
 def cluster():
-    up = subprocess.run(["bash", str(ROOT / "scripts" / "slurm-up.sh")], capture_output=True, text=True, timeout=180)
+    up = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "slurm-up.sh")], capture_output=True, text=True, timeout=180
+    )
     if up.returncode == 3:
         pytest.skip(f"no Slurm cluster on this machine: {up.stderr.strip()}")
     assert up.returncode == 0, up.stdout + up.stderr
@@ -28,9 +30,22 @@ def cluster():
 def timeout_sweep(cluster, tmp_path_factory):
     """A job that hangs past a 1-minute limit, submitted first (it takes minutes with its requeue)."""
     cwd = tmp_path_factory.mktemp("slurm-timeout")
-    proc = run_cli([*SLURM, "workload=module", f"workload.path={TESTS}", "workload.target=user_models:Hangs",
-                    "workload.inputs=[[4,32]]", "launcher.time_min=1", "launcher.max_requeues=1",
-                    "bench.timeout_s=60", "logger=none", "sweep.detach=true"], cwd=cwd, timeout=120)
+    proc = run_cli(
+        [
+            *SLURM,
+            "workload=module",
+            f"workload.path={TESTS}",
+            "workload.target=user_models:Hangs",
+            "workload.inputs=[[4,32]]",
+            "launcher.time_min=1",
+            "launcher.max_requeues=1",
+            "bench.timeout_s=60",
+            "logger=none",
+            "sweep.detach=true",
+        ],
+        cwd=cwd,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return cwd / "sweeps" / "default"
 
@@ -50,9 +65,18 @@ def test_timeout_job_is_submitted_detached(timeout_sweep):
 
 
 def test_array_sweep_gathers_every_result(cluster, tmp_path, fast):
-    proc = run_cli([*SLURM, "workload=block", "bench.task=infer",
-                    "compile.mode=eager,default,max-autotune-no-cudagraphs", *fast, "sweep.report=false"],
-                   cwd=tmp_path, timeout=600)
+    proc = run_cli(
+        [
+            *SLURM,
+            "workload=block",
+            "bench.task=infer",
+            "compile.mode=eager,default,max-autotune-no-cudagraphs",
+            *fast,
+            "sweep.report=false",
+        ],
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     sweep_dir = tmp_path / "sweeps" / "default"
     found = results(sweep_dir)
@@ -67,7 +91,9 @@ def test_array_sweep_gathers_every_result(cluster, tmp_path, fast):
 
 
 def test_ddp_with_two_slurm_tasks(cluster, tmp_path, fast):
-    proc = run_cli([*SLURM, "parallel=ddp", "workload=gpt", *fast, "sweep.report=false"], cwd=tmp_path, timeout=600)
+    proc = run_cli(
+        [*SLURM, "parallel=ddp", "workload=gpt", *fast, "sweep.report=false"], cwd=tmp_path, timeout=600
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (r,) = results(tmp_path / "sweeps" / "default").values()
     assert r["status"] == "ok" and r["env_world_size"] == 2 and r["graphs"] >= 1 and r["parity_ok"]
@@ -75,14 +101,26 @@ def test_ddp_with_two_slurm_tasks(cluster, tmp_path, fast):
 
 
 def test_detached_submit_then_status_then_gather(cluster, tmp_path, fast):
-    proc = run_cli([*SLURM, "workload=block", "bench.task=infer", "compile.mode=eager,default", *fast,
-                    "sweep.detach=true"], cwd=tmp_path, timeout=120)
+    proc = run_cli(
+        [
+            *SLURM,
+            "workload=block",
+            "bench.task=infer",
+            "compile.mode=eager,default",
+            *fast,
+            "sweep.detach=true",
+        ],
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "submitted 2 job(s); later: python -m orchestrator status" in proc.stdout
     sweep_dir = tmp_path / "sweeps" / "default"
     status = run_cli(["status", str(sweep_dir)], cwd=tmp_path, timeout=60)
     assert status.returncode == 0 and status.stdout.count("compile.mode=") == 2
-    assert wait_for_results(sweep_dir, 2, 300).keys() == set(by_label(sweep_dir)[k]["job_id"] for k in by_label(sweep_dir))
+    assert wait_for_results(sweep_dir, 2, 300).keys() == set(
+        by_label(sweep_dir)[k]["job_id"] for k in by_label(sweep_dir)
+    )
     status = run_cli(["status", str(sweep_dir)], cwd=tmp_path, timeout=60)
     assert "ok=2" in status.stdout
     gathered = run_cli(["gather", str(sweep_dir)], cwd=tmp_path, timeout=120)
@@ -91,18 +129,34 @@ def test_detached_submit_then_status_then_gather(cluster, tmp_path, fast):
 
 
 def test_cancel_a_sweep(cluster, tmp_path, fast):
-    proc = run_cli([*SLURM, "workload=module", f"workload.path={TESTS}", "workload.inputs=[[4,32]]",
-                    "workload.target=user_models:Hangs,user_models:ExitsAbruptly", "workload.batch_size=2,3",
-                    *fast, "sweep.detach=true"], cwd=tmp_path, timeout=120)
+    proc = run_cli(
+        [
+            *SLURM,
+            "workload=module",
+            f"workload.path={TESTS}",
+            "workload.inputs=[[4,32]]",
+            "workload.target=user_models:Hangs,user_models:ExitsAbruptly",
+            "workload.batch_size=2,3",
+            *fast,
+            "sweep.detach=true",
+        ],
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     sweep_dir = tmp_path / "sweeps" / "default"
     cancel = run_cli(["cancel", str(sweep_dir)], cwd=tmp_path, timeout=60)
     assert cancel.returncode == 0 and "cancelled" in cancel.stdout
     time.sleep(3)
-    queue = subprocess.run(["squeue", "-h", "-n", "orchestrator", "-o", "%i %T"], capture_output=True, text=True)
+    queue = subprocess.run(
+        ["squeue", "-h", "-n", "orchestrator", "-o", "%i %T"], capture_output=True, text=True
+    )
     import json
 
-    ours = {j["job_id"].split("_")[0] for j in json.loads((sweep_dir / "submitted.json").read_text())["jobs"].values()}
+    ours = {
+        j["job_id"].split("_")[0]
+        for j in json.loads((sweep_dir / "submitted.json").read_text())["jobs"].values()
+    }
     assert not [ln for ln in queue.stdout.splitlines() if ln.split("_")[0].split()[0] in ours], queue.stdout
     gathered = run_cli(["gather", str(sweep_dir)], cwd=tmp_path, timeout=120)
     assert gathered.returncode == 1, "cancelled jobs are failures"

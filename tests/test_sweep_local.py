@@ -15,7 +15,9 @@ def test_smoke_sweep_table_and_skip_on_rerun(tmp_path, fast):
     found = results(sweep_dir)
     assert len(found) == 4 and all(r["status"] == "ok" for r in found.values())
     rows = list(csv.DictReader((sweep_dir / "results.csv").open()))
-    assert {(r["mode"], r["task"]) for r in rows} == {(m, t) for m in ("eager", "default") for t in ("infer", "train")}
+    assert {(r["mode"], r["task"]) for r in rows} == {
+        (m, t) for m in ("eager", "default") for t in ("infer", "train")
+    }
     for r in found.values():
         assert r["eager_ms"] > 0 and r["compiled_ms"] > 0 and r["speedup"] > 0
         assert r["log_stdout"].startswith(str(sweep_dir / "logs"))
@@ -59,9 +61,19 @@ def test_user_defined_module_by_config_alone(tmp_path, fast):
         "    def forward(self, x):\n"
         "        return self.b(torch.relu(self.a(x)))\n"
     )
-    proc = run_cli(["workload=module", "workload.path=.", "workload.target=my_models:TwoLayer",
-                    "workload.init_args={dim: 24}", "workload.inputs=[[6,24]]", "bench.task=infer,train",
-                    *fast, "sweep.report=false"], cwd=tmp_path)
+    proc = run_cli(
+        [
+            "workload=module",
+            "workload.path=.",
+            "workload.target=my_models:TwoLayer",
+            "workload.init_args={dim: 24}",
+            "workload.inputs=[[6,24]]",
+            "bench.task=infer,train",
+            *fast,
+            "sweep.report=false",
+        ],
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     found = list(results(tmp_path / "sweeps" / "default").values())
     assert len(found) == 2 and all(r["status"] == "ok" and r["graphs"] == 1 for r in found)
@@ -70,7 +82,9 @@ def test_user_defined_module_by_config_alone(tmp_path, fast):
 
 
 def test_debug_executor_runs_in_process(tmp_path, fast):
-    proc = run_cli(["launcher=debug", "workload=block", "bench.task=infer", *fast, "sweep.report=false"], cwd=tmp_path)
+    proc = run_cli(
+        ["launcher=debug", "workload=block", "bench.task=infer", *fast, "sweep.report=false"], cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (r,) = results(tmp_path / "sweeps" / "default").values()
     assert r["status"] == "ok" and r["graphs"] == 1
@@ -78,8 +92,16 @@ def test_debug_executor_runs_in_process(tmp_path, fast):
 
 
 def test_failed_job_sets_exit_code_and_keeps_the_rest(tmp_path, fast):
-    proc = run_cli(["workload=module", f"workload.path={TESTS}", "workload.inputs=[[4,32]]",
-                    "workload.target=user_models:MLP,user_models:Raises", *fast], cwd=tmp_path)
+    proc = run_cli(
+        [
+            "workload=module",
+            f"workload.path={TESTS}",
+            "workload.inputs=[[4,32]]",
+            "workload.target=user_models:MLP,user_models:Raises",
+            *fast,
+        ],
+        cwd=tmp_path,
+    )
     assert proc.returncode == 1
     r = by_label(tmp_path / "sweeps" / "default")
     assert r["workload.target=user_models:MLP"]["status"] == "ok"

@@ -43,7 +43,7 @@ def payloads(path: Path):
             continue
         _crc, length, kind = RECORD.unpack_from(data, pos)
         pos += RECORD.size
-        chunk = data[pos:pos + length]
+        chunk = data[pos : pos + length]
         pos += length
         if kind == 0 and length == 0:
             continue

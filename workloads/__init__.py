@@ -63,7 +63,9 @@ def import_target(target: str, path: str | None = None) -> type:
     try:
         module = importlib.import_module(module_name)
     except Exception as e:  # the user's module: any error while importing it is theirs to see
-        raise ConfigError(f"{target}: cannot import module {module_name!r}: {type(e).__name__}: {e}") from None
+        raise ConfigError(
+            f"{target}: cannot import module {module_name!r}: {type(e).__name__}: {e}"
+        ) from None
     if not hasattr(module, attr):
         raise ConfigError(f"{target}: module {module_name!r} has no attribute {attr!r}")
     return getattr(module, attr)
@@ -116,4 +118,6 @@ def check_size(name: str, size: str) -> None:
 
     presets = {"gpt": gpt.PRESETS, "block": block.PRESETS}.get(name)
     if presets is not None and size not in presets:
-        raise ConfigError(f"workload.size={size!r} is not a {name} preset; choose one of: {', '.join(presets)}")
+        raise ConfigError(
+            f"workload.size={size!r} is not a {name} preset; choose one of: {', '.join(presets)}"
+        )

@@ -127,3 +127,43 @@ def test_half_written_result_is_never_read(tmp_path):
     assert read_result(job) is None
     write_json_atomic(job / "result.json", {"status": "ok", "speedup": float("nan")})
     assert read_result(job) == {"status": "ok", "speedup": "nan"}
+
+
+def test_ctrl_c_cancels_running_jobs_and_keeps_finished(tmp_path, fast):
+    args = [
+        "workload=block",
+        "compile.mode=eager,default,max-autotune-no-cudagraphs",
+        *fast,
+        "sweep.report=false",
+    ]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    orch = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    sweep_dir = tmp_path / "sweeps" / "default"
+    deadline = time.time() + 240
+    while time.time() < deadline and not results(sweep_dir):
+        time.sleep(0.2)
+    time.sleep(1.0)  # the next job has started
+    orch.send_signal(signal.SIGINT)
+    out, _ = orch.communicate(timeout=60)
+    assert orch.returncode == 130, out
+    assert "interrupted: cancelled 1 running job(s)" in out
+    kept = results(sweep_dir)
+    assert len(kept) == 1 and all(r["status"] == "ok" for r in kept.values())
+    submitted = json.loads((sweep_dir / "submitted.json").read_text())["jobs"]
+    time.sleep(3)
+    for job_id, info in submitted.items():
+        if job_id not in kept:
+            try:
+                os.kill(int(info["job_id"]), 0)
+                alive = True
+            except ProcessLookupError:
+                alive = False
+            assert not alive, "the cancelled job's process is gone"
+    assert not (sweep_dir / "orchestrator.lock").exists()

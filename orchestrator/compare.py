@@ -34,55 +34,37 @@ def compare_tables(base: pd.DataFrame, cand: pd.DataFrame, th: CompareConfig) ->
     rows = []
     b = base.set_index("job_id")
     c = cand.set_index("job_id")
+
+    def add(job_id: str, label: str, check: str, regression: bool, note: str, vb=None, vc=None, change=None):
+        rows.append(
+            {
+                "job_id": job_id,
+                "label": label,
+                "check": check,
+                "baseline": vb,
+                "candidate": vc,
+                "change": change,
+                "regression": regression,
+                "note": note,
+            }
+        )
+
     for job_id in sorted(set(b.index) | set(c.index)):
         if job_id not in c.index or job_id not in b.index:
             side = "candidate" if job_id not in c.index else "baseline"
             label = (b if job_id in b.index else c).loc[job_id].get("label", "")
-            rows.append(
-                {
-                    "job_id": job_id,
-                    "label": label,
-                    "check": "missing",
-                    "baseline": None,
-                    "candidate": None,
-                    "change": None,
-                    "regression": False,
-                    "note": f"not in {side}",
-                }
-            )
+            add(job_id, label, "missing", False, f"not in {side}")
             continue
         rb, rc = b.loc[job_id], c.loc[job_id]
         label = rc.get("label", "")
         if rb.get("status") == "ok" and rc.get("status") != "ok":
-            rows.append(
-                {
-                    "job_id": job_id,
-                    "label": label,
-                    "check": "status",
-                    "baseline": rb.get("status"),
-                    "candidate": rc.get("status"),
-                    "change": None,
-                    "regression": True,
-                    "note": str(rc.get("error"))[:200],
-                }
-            )
+            add(job_id, label, "status", True, str(rc.get("error"))[:200], rb.get("status"), rc.get("status"))
         if (
             bool(rb.get("parity_ok")) is True
             and rc.get("parity_ok") is not None
             and not bool(rc.get("parity_ok"))
         ):
-            rows.append(
-                {
-                    "job_id": job_id,
-                    "label": label,
-                    "check": "parity",
-                    "baseline": True,
-                    "candidate": False,
-                    "change": None,
-                    "regression": True,
-                    "note": "parity flipped",
-                }
-            )
+            add(job_id, label, "parity", True, "parity flipped", True, False)
         for column, field, direction in CHECKS:
             vb, vc = _num(rb.get(column)), _num(rc.get(column))
             if vb is None or vc is None or vb == 0:
@@ -90,31 +72,9 @@ def compare_tables(base: pd.DataFrame, cand: pd.DataFrame, th: CompareConfig) ->
             change = (vc - vb) / abs(vb)
             limit = getattr(th, field)
             if direction * change > limit:
-                rows.append(
-                    {
-                        "job_id": job_id,
-                        "label": label,
-                        "check": column,
-                        "baseline": vb,
-                        "candidate": vc,
-                        "change": change,
-                        "regression": True,
-                        "note": f"{field}={limit}",
-                    }
-                )
+                add(job_id, label, column, True, f"{field}={limit}", vb, vc, change)
             elif -direction * change > limit:
-                rows.append(
-                    {
-                        "job_id": job_id,
-                        "label": label,
-                        "check": column,
-                        "baseline": vb,
-                        "candidate": vc,
-                        "change": change,
-                        "regression": False,
-                        "note": "improved",
-                    }
-                )
+                add(job_id, label, column, False, "improved", vb, vc, change)
     columns = ["job_id", "label", "check", "baseline", "candidate", "change", "regression", "note"]
     return pd.DataFrame(rows, columns=columns)
 

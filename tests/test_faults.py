@@ -23,6 +23,24 @@ FAULTS = {  # user model -> expected failure class
 }
 
 
+def start_and_wait_for_first_result(args: list[str], cwd, stdout=subprocess.DEVNULL):
+    """Start `python -m orchestrator ARGS` in the background; return once its first result landed."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    orch = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", *args],
+        cwd=cwd,
+        env=env,
+        stdout=stdout,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    sweep_dir = cwd / "sweeps" / "default"
+    deadline = time.time() + 240
+    while time.time() < deadline and not results(sweep_dir):
+        time.sleep(0.2)
+    return orch, sweep_dir
+
+
 def test_fault_injection_sweep(tmp_path, fast):
     targets = ",".join(f"user_models:{name}" for name in FAULTS)
     proc = run_cli(
@@ -85,18 +103,7 @@ def test_sigkill_orchestrator_then_resume(tmp_path, fast):
         *fast,
         "sweep.report=false",
     ]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    orch = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", *args],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    sweep_dir = tmp_path / "sweeps" / "default"
-    deadline = time.time() + 240
-    while time.time() < deadline and not results(sweep_dir):
-        time.sleep(0.2)
+    orch, sweep_dir = start_and_wait_for_first_result(args, tmp_path)
     first = results(sweep_dir)
     assert len(first) == 1, "killed after the first result landed"
     orch.send_signal(signal.SIGKILL)
@@ -136,19 +143,7 @@ def test_ctrl_c_cancels_running_jobs_and_keeps_finished(tmp_path, fast):
         *fast,
         "sweep.report=false",
     ]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    orch = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", *args],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    sweep_dir = tmp_path / "sweeps" / "default"
-    deadline = time.time() + 240
-    while time.time() < deadline and not results(sweep_dir):
-        time.sleep(0.2)
+    orch, sweep_dir = start_and_wait_for_first_result(args, tmp_path, stdout=subprocess.PIPE)
     time.sleep(1.0)  # the next job has started
     orch.send_signal(signal.SIGINT)
     out, _ = orch.communicate(timeout=60)

@@ -233,14 +233,33 @@ class Runner:
         return attempts
 
     # --- waiting ------------------------------------------------------------------------------
+    def adopt_queued(self, specs: list[JobSpec]) -> list[Attempt]:
+        """Slurm jobs an earlier orchestrator submitted that are still queued: wait, never resubmit."""
+        path = self.sweep_dir / SUBMITTED_FILE
+        queue = slurm_queue() if self.base.launcher.name == "slurm" and path.exists() else None
+        if not queue:
+            return []
+        known = json.loads(path.read_text())["jobs"]
+        folder = self.sweep_dir / "logs" / "%j"
+        return [
+            Attempt(spec, submitit.SlurmJob(folder, known[spec.job_id]["job_id"]), time.time())
+            for spec in specs
+            if spec.job_id in known and known[spec.job_id]["job_id"] in queue
+        ]
+
     def run(self, specs: list[JobSpec]) -> None:
         """Run specs to the end (results written), retrying per policy; Ctrl-C cancels what runs."""
-        pending = list(specs)
-        running: list[Attempt] = []
+        running: list[Attempt] = self.adopt_queued(specs)
+        adopted = {a.spec.job_id for a in running}
+        for attempt in running:
+            self.attempts_made[attempt.spec.job_id] = 1
+        if running:
+            self.console.print(f"waiting for {len(running)} job(s) still queued from an earlier run")
+        pending = [s for s in specs if s.job_id not in adopted]
         limit, free_gpus = self._capacity()
         interrupted = False
         if self.base.launcher.name == "slurm":
-            running = self.submit_array(pending)
+            running += self.submit_array(pending)
             pending = []
         with Live(self._status_line(pending, running), console=self.console, refresh_per_second=2) as live:
             try:

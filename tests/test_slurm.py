@@ -5,6 +5,7 @@ The cluster needs root and Debian's slurm/munge packages; without them these tes
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 
@@ -81,8 +82,6 @@ def test_array_sweep_gathers_every_result(cluster, tmp_path, fast):
     sweep_dir = tmp_path / "sweeps" / "default"
     found = results(sweep_dir)
     assert len(found) == 3 and all(r["status"] == "ok" for r in found.values())
-    import json
-
     ids = [j["job_id"] for j in json.loads((sweep_dir / "submitted.json").read_text())["jobs"].values()]
     arrays = {i.split("_")[0] for i in ids}
     assert len(arrays) == 1 and all("_" in i for i in ids), f"one array: {ids}"
@@ -118,6 +117,16 @@ def test_detached_submit_then_status_then_gather(cluster, tmp_path, fast):
     sweep_dir = tmp_path / "sweeps" / "default"
     status = run_cli(["status", str(sweep_dir)], cwd=tmp_path, timeout=60)
     assert status.returncode == 0 and status.stdout.count("compile.mode=") == 2
+    submitted = (sweep_dir / "submitted.json").read_text()
+    # The same command again, attached: it waits for queued jobs (or skips finished ones), never resubmits.
+    again = run_cli(
+        [*SLURM, "workload=block", "bench.task=infer", "compile.mode=eager,default", *fast],
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "still queued from an earlier run" in again.stdout or "2 already finished" in again.stdout
+    assert json.loads((sweep_dir / "submitted.json").read_text())["jobs"] == json.loads(submitted)["jobs"]
     assert wait_for_results(sweep_dir, 2, 300).keys() == set(
         by_label(sweep_dir)[k]["job_id"] for k in by_label(sweep_dir)
     )
@@ -151,8 +160,6 @@ def test_cancel_a_sweep(cluster, tmp_path, fast):
     queue = subprocess.run(
         ["squeue", "-h", "-n", "orchestrator", "-o", "%i %T"], capture_output=True, text=True
     )
-    import json
-
     ours = {
         j["job_id"].split("_")[0]
         for j in json.loads((sweep_dir / "submitted.json").read_text())["jobs"].values()

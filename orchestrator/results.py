@@ -28,8 +28,8 @@ TABLE_COLUMNS = [
     ("speedup", "speedup", "{:.3f}"),
     ("speedup_ci", "95% CI", "{}"),
     ("parity_ok", "parity", "{}"),
-    ("graph_breaks", "breaks", "{}"),
-    ("dyn_recompiles", "recompiles", "{}"),
+    ("graph_breaks", "breaks", "{:.0f}"),
+    ("dyn_recompiles", "recompiles", "{:.0f}"),
     ("status", "status", "{}"),
 ]
 

@@ -53,18 +53,24 @@ def check_plan(plan: Plan) -> None:
         raise ConfigError(f"sweep.detach=true needs launcher=slurm (got launcher={launcher})")
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
 def take_lock(sweep_dir: Path) -> Path:
     """One orchestrator per sweep directory; a stale lock (dead pid) is taken over."""
     lock = sweep_dir / LOCK_FILE
-    if lock.exists():
-        try:
-            pid = int(lock.read_text().strip() or 0)
-            os.kill(pid, 0)
-            if pid != os.getpid():
-                raise ConfigError(f"sweep.dir={sweep_dir} is in use by another orchestrator (pid {pid})")
-        except (ValueError, ProcessLookupError):
-            pass  # stale: that orchestrator is gone
-    lock.write_text(str(os.getpid()))
+    text = lock.read_text().strip() if lock.exists() else ""
+    pid = int(text) if text.isdigit() else 0
+    if pid and pid != os.getpid() and _alive(pid):
+        raise ConfigError(f"sweep.dir={sweep_dir} is in use by another orchestrator (pid {pid})")
+    lock.write_text(str(os.getpid()))  # absent or stale (that orchestrator is gone): take it
     return lock
 
 

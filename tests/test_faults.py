@@ -9,7 +9,9 @@ import subprocess
 import sys
 import time
 
-from conftest import ROOT, TESTS, by_label, results, run_cli
+from conftest import FAST, ROOT, TESTS, by_label, results, run_cli
+
+FAST_NO_CACHE = [a for a in FAST]  # no shared compile.cache_dir: each sweep uses its own
 
 FAULTS = {  # user model -> expected failure class
     "MLP": "ok",
@@ -162,3 +164,38 @@ def test_ctrl_c_cancels_running_jobs_and_keeps_finished(tmp_path, fast):
                 alive = False
             assert not alive, "the cancelled job's process is gone"
     assert not (sweep_dir / "orchestrator.lock").exists()
+
+
+def test_concurrent_sweeps_in_different_dirs_and_one_lock_per_dir(tmp_path, fast):
+    args = [
+        "workload=block",
+        "bench.task=infer",
+        "compile.mode=default",
+        *FAST_NO_CACHE,
+        "sweep.report=false",
+    ]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "orchestrator", *args, f"sweep.dir={d}"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for d in ("a", "b")
+    ]
+    time.sleep(0.5)
+    while not (tmp_path / "a" / "orchestrator.lock").exists():
+        time.sleep(0.1)
+    refused = run_cli([*args, "sweep.dir=a"], cwd=tmp_path, timeout=120)
+    assert refused.returncode == 2 and "is in use by another orchestrator" in refused.stderr
+    for proc in runs:
+        out, _ = proc.communicate(timeout=400)
+        assert proc.returncode == 0, out
+    for d in ("a", "b"):
+        (r,) = results(tmp_path / d).values()
+        assert r["status"] == "ok"
+        caches = list((tmp_path / d / "cache" / "inductor").iterdir())
+        assert caches, "each sweep compiled into its own inductor cache"

@@ -182,6 +182,9 @@ class Runner:
         self.attempts_made: dict[str, int] = {}
         self.counts = {"done": 0, "failed": 0}
         self.started = time.time()
+        # Slurm's queue as last read by squeue (at most every 2 s), and when.
+        self._queue: set[str] | None = None
+        self._queue_time = 0.0
 
     # --- submission ---------------------------------------------------------------------------
     def _capacity(self) -> tuple[int, list[int]]:
@@ -314,7 +317,7 @@ class Runner:
     def _left_slurm(self, attempt: Attempt) -> bool:
         """Without accounting, submitit cannot see a job end that wrote no result: ask squeue."""
         now = time.time()
-        if now - getattr(self, "_queue_time", 0) > 2:
+        if now - self._queue_time > 2:
             self._queue, self._queue_time = slurm_queue(), now
         if self._queue is None or str(attempt.job.job_id) in self._queue:
             attempt.left_queue = None

@@ -352,13 +352,6 @@ class Protocol:
         dist.all_gather_object(out, x)
         return [float(v) for v in out]  # type: ignore[arg-type]
 
-    def _all_reduce_sum(self, x: float) -> float:
-        if self.world == 1:
-            return x
-        t = torch.tensor([x], dtype=torch.float64, device=self.device)
-        dist.all_reduce(t, op=dist.ReduceOp.SUM)
-        return float(t.item())
-
     def optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
         fused = self.device.type == "cuda" and self.cfg.parallel.strategy != "fsdp"
         return torch.optim.AdamW(model.parameters(), lr=self.cfg.bench.lr, fused=fused or None)
@@ -386,12 +379,11 @@ class Protocol:
             speedup_ci_low=low,
             speedup_ci_high=high,
         )
-        tokens = self.wl.batch_size * (self.wl.seq_len or 1)
         for name, ms in (("eager", eager_med), ("compiled", comp_med)):
             r[f"{name}_samples_per_s_by_rank"] = self._all_gather(self.wl.batch_size / (ms / 1000))
             r[f"{name}_samples_per_s"] = sum(r[f"{name}_samples_per_s_by_rank"])
             r[f"{name}_tokens_per_s"] = (
-                self._all_reduce_sum(tokens / (ms / 1000)) if self.wl.seq_len else None
+                r[f"{name}_samples_per_s"] * self.wl.seq_len if self.wl.seq_len else None
             )
             r[f"{name}_tokens_per_s_per_device"] = (
                 r[f"{name}_tokens_per_s"] / self.world if r[f"{name}_tokens_per_s"] else None

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 RESULT_FILE = "result.json"
+PLAN_FILE = "plan.json"
 
 # Columns of the printed table: (result key, header, format).
 TABLE_COLUMNS = [
@@ -69,12 +70,17 @@ def read_result(job_dir: Path) -> dict | None:
         return None
 
 
+def read_plan(sweep_dir: Path) -> dict[str, dict]:
+    """The sweep's planned jobs (`plan.json`: id -> label and axes), in plan order; {} if absent."""
+    path = sweep_dir / PLAN_FILE
+    return json.loads(path.read_text())["jobs"] if path.exists() else {}
+
+
 def gather(sweep_dir: Path) -> pd.DataFrame:
     """All job results of a sweep directory as one table."""
     rows = []
-    plan_file = sweep_dir / "plan.json"  # the sweep's own order (axes as declared), where known
-    order = list(json.loads(plan_file.read_text())["jobs"]) if plan_file.exists() else []
-    rank = {job_id: i for i, job_id in enumerate(order)}
+    # The sweep's own order (axes as declared), where known.
+    rank = {job_id: i for i, job_id in enumerate(read_plan(sweep_dir))}
     job_dirs = sorted((sweep_dir / "jobs").glob("*"), key=lambda d: (rank.get(d.name, len(rank)), d.name))
     for job_dir in job_dirs:
         result = read_result(job_dir)

@@ -14,7 +14,14 @@ from rich.console import Console
 from orchestrator.config import Config, ConfigError
 from orchestrator.launch import Runner, kill_orphans, uses_cuda
 from orchestrator.plan import Plan, build_plan
-from orchestrator.results import gather, print_table, read_result, write_json_atomic, write_table
+from orchestrator.results import (
+    PLAN_FILE,
+    gather,
+    print_table,
+    read_result,
+    write_json_atomic,
+    write_table,
+)
 
 LOCK_FILE = "orchestrator.lock"
 MULTIRUN_FLAGS = ("-m", "--multirun")
@@ -121,7 +128,7 @@ def _run(plan: Plan, console: Console) -> int:
             f"[yellow]stopped {orphans} job(s) left running by an earlier, killed orchestrator[/yellow]"
         )
     write_json_atomic(
-        plan.sweep_dir / "plan.json",
+        plan.sweep_dir / PLAN_FILE,
         {"name": plan.name, "jobs": {j.job_id: {"label": j.label, "axes": j.axes} for j in plan.jobs}},
     )
     todo = []

@@ -11,7 +11,7 @@ from rich.console import Console
 from orchestrator.config import Config, ConfigError
 from orchestrator.launch import SUBMITTED_FILE, slurm_state
 from orchestrator.plan import compose_config, to_job_config
-from orchestrator.results import RESULT_FILE, read_result, write_json_atomic
+from orchestrator.results import RESULT_FILE, read_plan, read_result, write_json_atomic
 from orchestrator.results import gather as gather_table
 
 
@@ -51,11 +51,7 @@ def status(args: list[str]) -> int:
     """Each job: its result if it has one, else its scheduler state (sacct/squeue on Slurm)."""
     sweep_dir = _sweep_dir(args, "status")
     submitted = _submitted(sweep_dir)
-    plan = (
-        json.loads((sweep_dir / "plan.json").read_text())["jobs"]
-        if (sweep_dir / "plan.json").exists()
-        else {}
-    )
+    plan = read_plan(sweep_dir)
     console = Console(width=200)
     counts: dict[str, int] = {}
     for job_id in sorted(set(plan) | set(submitted["jobs"])):
@@ -82,11 +78,7 @@ def gather(args: list[str]) -> int:
     sweep_dir = _sweep_dir(args, "gather")
     submitted = _submitted(sweep_dir)
     base = _base_config(sweep_dir)
-    plan = (
-        json.loads((sweep_dir / "plan.json").read_text())["jobs"]
-        if (sweep_dir / "plan.json").exists()
-        else {}
-    )
+    plan = read_plan(sweep_dir)
     for job_id, info in submitted["jobs"].items():
         job_dir = sweep_dir / "jobs" / job_id
         if read_result(job_dir) is not None or submitted["launcher"] != "slurm":

@@ -9,16 +9,19 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.config import CompareConfig
+from orchestrator.config import CompareConfig, ConfigError
 from orchestrator.results import gather
 
 # (column, threshold field, direction): +1 flags a rise, -1 a fall, relative to the baseline.
+# Compile time is gated on the cold figure (a private, empty cache): the one that job order cannot move.
 CHECKS = [
     ("speedup", "speedup_drop", -1),
-    ("compile_s", "compile_rise", +1),
+    ("compile_cold_s", "compile_rise", +1),
     ("compiled_peak_gib", "memory_rise", +1),
     ("compiled_ms", "step_rise", +1),
 ]
+# Graph health: any rise is a regression (counts, not noisy timings); `graphs` flags any change.
+COUNT_CHECKS = ["graph_breaks", "cudagraph_skips", "dyn_recompiles"]
 
 
 def _num(v: object) -> float | None:
@@ -27,6 +30,18 @@ def _num(v: object) -> float | None:
     except (TypeError, ValueError):
         return None
     return None if math.isnan(f) else f
+
+
+def _show(v: object) -> str:
+    """A cell as people read it: numbers to 4 significant digits."""
+    f = _num(v) if not isinstance(v, bool | str) else None
+    return (
+        "-"
+        if v is None or (isinstance(v, float) and math.isnan(v))
+        else f"{f:.4g}"
+        if f is not None
+        else str(v)
+    )
 
 
 def compare_tables(base: pd.DataFrame, cand: pd.DataFrame, th: CompareConfig) -> pd.DataFrame:
@@ -65,6 +80,23 @@ def compare_tables(base: pd.DataFrame, cand: pd.DataFrame, th: CompareConfig) ->
             and not bool(rc.get("parity_ok"))
         ):
             add(job_id, label, "parity", True, "parity flipped", True, False)
+        for column in COUNT_CHECKS:
+            vb, vc = _num(rb.get(column)), _num(rc.get(column))
+            if vb is not None and vc is not None and vc > vb:
+                add(job_id, label, column, True, f"rose from {vb:.0f} to {vc:.0f}", vb, vc)
+        gb, gc = _num(rb.get("graphs")), _num(rc.get("graphs"))
+        if gb is not None and gc is not None and gb != gc:
+            add(job_id, label, "graphs", True, f"graph count changed from {gb:.0f} to {gc:.0f}", gb, gc)
+        if _num(rb.get("compile_cold_s")) is None or _num(rc.get("compile_cold_s")) is None:
+            hits_b, hits_c = _num(rb.get("compile_cache_hits")), _num(rc.get("compile_cache_hits"))
+            if hits_b is not None and hits_c is not None and (hits_b > 0) != (hits_c > 0):
+                add(
+                    job_id,
+                    label,
+                    "compile_s",
+                    False,
+                    "not compared: one compile hit the cache, the other missed",
+                )
         for column, field, direction in CHECKS:
             vb, vc = _num(rb.get(column)), _num(rc.get(column))
             if vb is None or vc is None or vb == 0:
@@ -84,17 +116,23 @@ def run_compare(base_dir: Path, cand_dir: Path, th: CompareConfig) -> int:
     from orchestrator.report import write_dashboard
 
     base, cand = gather(base_dir), gather(cand_dir)
+    common = set(base.get("job_id", [])) & set(cand.get("job_id", []))
+    if not common:
+        raise ConfigError(
+            f"compare: {base_dir} and {cand_dir} have no job in common (jobs match by config); "
+            "nothing to compare"
+        )
     findings = compare_tables(base, cand, th)
     findings.to_csv(cand_dir / "compare.csv", index=False)
     write_dashboard(cand_dir, cand, compare=findings)
     console = Console(width=200)
-    matched = len(set(base["job_id"]) & set(cand["job_id"]))
+    matched = len(common)
     table = Table(title=f"compare {cand_dir.name} against {base_dir.name}: {matched} job(s) matched")
     for col in findings.columns:
         table.add_column(col)
     for _, row in findings.iterrows():
         change = f"{row['change']:+.1%}" if _num(row["change"]) is not None else "-"
-        cells = [str(row[k]) if k != "change" else change for k in findings.columns]
+        cells = [_show(row[k]) if k != "change" else change for k in findings.columns]
         table.add_row(*cells, style="red" if row["regression"] else None)
     console.print(table)
     n = int(findings["regression"].sum()) if len(findings) else 0

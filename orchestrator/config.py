@@ -1,32 +1,44 @@
 """Structured configs: the schema every composed config is checked against.
 
-OmegaConf checks types and unknown keys when Hydra composes; each dataclass's ``__post_init__``
-checks choices and ranges when the composed config is turned into objects (``to_job_config``).
-Both kinds of error surface as one ``ConfigError`` line naming the key.
+OmegaConf checks types, choices (the `StrEnum` fields) and unknown keys when Hydra composes; each
+dataclass's ``__post_init__`` checks ranges when the composed config is turned into objects
+(``spec.to_job_config``). Both kinds of error surface as one ``ConfigError`` line naming the key.
+This module imports nothing of the project: workloads, plan and jobs all depend on it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
+from orchestrator.failures import FAILURE_CLASSES
+
 COMPILE_MODES = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-TASKS = ("train", "infer")
-DTYPES = ("fp32", "bf16", "fp16")
-STRATEGIES = ("none", "ddp", "fsdp")
-LAUNCHERS = ("local", "slurm", "debug")
-LOGGER_MODES = ("offline", "online", "disabled")
-CACHE_KINDS = ("warm", "cold")
-FAILURE_CLASSES = ("parity_fail", "compile_error", "oom", "timeout", "crash", "no_graph")
+# The modes whose compiled side replays CUDA graphs (inductor's triton.cudagraphs=True).
+CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")
+
+
+def choices(name: str, values: tuple[str, ...]) -> type[StrEnum]:
+    """A StrEnum whose members are `values` (names may hold '-'); OmegaConf checks them on compose."""
+    return StrEnum(name, [(v, v) for v in values], module=__name__)  # type: ignore[return-value]
+
+
+CompileMode = choices("CompileMode", COMPILE_MODES)
+WorkloadName = choices("WorkloadName", ("block", "gpt", "module"))
+InputDtype = choices("InputDtype", ("float", "long"))
+CacheKind = choices("CacheKind", ("private", "shared"))
+Task = choices("Task", ("train", "infer"))
+Dtype = choices("Dtype", ("fp32", "bf16", "fp16"))
+DeviceName = choices("DeviceName", ("auto", "cpu", "cuda"))
+Strategy = choices("Strategy", ("none", "ddp", "fsdp"))
+LauncherName = choices("LauncherName", ("local", "slurm", "debug"))
+LoggerMode = choices("LoggerMode", ("offline", "online", "disabled"))
+FailureClass = choices("FailureClass", FAILURE_CLASSES)
 
 
 class ConfigError(ValueError):
     """A bad config value; its message is the one line the user sees."""
-
-
-def check_choice(key: str, value: Any, choices: tuple) -> None:
-    if value not in choices:
-        raise ConfigError(f"{key}={value!r} is not valid; choose one of: {', '.join(map(str, choices))}")
 
 
 def check_min(key: str, value: float | None, low: float, strict: bool = False) -> None:
@@ -40,7 +52,7 @@ def check_min(key: str, value: float | None, low: float, strict: bool = False) -
 class WorkloadConfig:
     """What is benchmarked: a built-in model with a size preset, or the user's own nn.Module."""
 
-    name: str = "gpt"
+    name: WorkloadName = WorkloadName["gpt"]
     """Workload kind: `block` (seed block), `gpt` (decoder) or `module` (your own class)."""
     size: str = "tiny"
     """Size preset of the built-in workload (see workloads/); ignored for `module`."""
@@ -58,23 +70,18 @@ class WorkloadConfig:
     """For `module`: keyword arguments of your class's constructor."""
     inputs: list[list[int]] = field(default_factory=list)
     """For `module`: shapes of the random input tensors of forward (batch first)."""
-    input_dtype: str = "float"
+    input_dtype: InputDtype = InputDtype["float"]
     """For `module`: `float` (randn) or `long` (token ids below `vocab`)."""
     vocab: int = 256
     """For `module` with long inputs: upper bound of the random ids."""
 
     def __post_init__(self) -> None:
-        check_choice("workload.name", self.name, ("block", "gpt", "module"))
         check_min("workload.batch_size", self.batch_size, 1)
         check_min("workload.seq_len", self.seq_len, 1)
         for s in self.shapes:
             check_min("workload.shapes[]", s, 1)
-        check_choice("workload.input_dtype", self.input_dtype, ("float", "long"))
         if self.init_args is not None and not isinstance(self.init_args, dict):
             raise ConfigError(f"workload.init_args={self.init_args!r} must be a mapping, e.g. {{dim: 64}}")
-        from workloads import check_size  # late: workloads imports this module
-
-        check_size(self.name, self.size)
         if self.name == "module":
             if not self.target:
                 raise ConfigError("workload.target is required for workload=module (e.g. mypkg.models:MyNet)")
@@ -86,7 +93,7 @@ class WorkloadConfig:
 class CompileConfig:
     """How the compiled side is built."""
 
-    mode: str = "default"
+    mode: CompileMode = CompileMode["default"]
     """torch.compile mode; `eager` runs the eager model on both sides (a control)."""
     dynamic: bool | None = None
     """torch.compile's dynamic flag: null (automatic), true or false."""
@@ -94,16 +101,22 @@ class CompileConfig:
     """Fail on any graph break instead of splitting the graph."""
     backend: str = "inductor"
     """A registered dynamo backend name, or `pkg.mod:fn` for your own."""
-    cache: str = "warm"
-    """`cold`: a fresh inductor cache per job (true compile cost); `warm`: shared `cache_dir`."""
+    cache: CacheKind = CacheKind["private"]
+    """`private`: each job compiles into its own empty cache (a cold figure whatever ran before);
+    `shared`: one cache for the sweep (`cache_dir`), faster, its cache hits recorded with the figure."""
     cache_dir: str | None = None
-    """Shared inductor cache for `warm`; null puts it in the sweep directory."""
+    """The cache of `cache=shared`; null puts it in the sweep directory."""
+    probes: bool = True
+    """Also compile in fresh processes: `warm` (the job's filled cache) and `portable` (its saved
+    artifacts, an empty cache); single-process jobs only."""
+    trace: bool = False
+    """Write a TORCH_TRACE of the job's compile into its directory (read by tlparse)."""
+    require_cudagraphs: bool = False
+    """Fail the job (compile_error) when a CUDA-graph mode skipped CUDA graphs."""
     freezing: bool = False
     """TORCHINDUCTOR_FREEZING=1 (inference only; lets max-autotune tune CPU matmuls)."""
 
     def __post_init__(self) -> None:
-        check_choice("compile.mode", self.mode, COMPILE_MODES)
-        check_choice("compile.cache", self.cache, CACHE_KINDS)
         if self.mode not in ("eager", "default") and self.backend != "inductor":
             raise ConfigError(
                 f"compile.mode={self.mode} needs compile.backend=inductor, got {self.backend!r}"
@@ -114,11 +127,11 @@ class CompileConfig:
 class BenchConfig:
     """What is run and how it is timed."""
 
-    task: str = "train"
+    task: Task = Task["train"]
     """`train` (forward, loss, backward, optimizer step) or `infer` (forward under no_grad)."""
-    dtype: str = "fp32"
+    dtype: Dtype = Dtype["fp32"]
     """Compute dtype; bf16/fp16 run under autocast with fp32 weights."""
-    device: str = "auto"
+    device: DeviceName = DeviceName["auto"]
     """`auto` (cuda if present, else cpu), `cpu` or `cuda`."""
     warmup: int = 3
     """Untimed steps per side after the first (compiling) call."""
@@ -144,9 +157,6 @@ class BenchConfig:
     """AdamW learning rate for `train`."""
 
     def __post_init__(self) -> None:
-        check_choice("bench.task", self.task, TASKS)
-        check_choice("bench.dtype", self.dtype, DTYPES)
-        check_choice("bench.device", self.device, ("auto", "cpu", "cuda"))
         check_min("bench.warmup", self.warmup, 0)
         check_min("bench.repeats", self.repeats, 2)
         check_min("bench.steps_per_repeat", self.steps_per_repeat, 1)
@@ -159,7 +169,7 @@ class BenchConfig:
 class ParallelConfig:
     """Data-parallel strategy; one submitit job, one task per rank."""
 
-    strategy: str = "none"
+    strategy: Strategy = Strategy["none"]
     """`none`, `ddp` (DistributedDataParallel) or `fsdp` (FSDP2 fully_shard)."""
     ranks_per_node: int = 1
     """Processes per node (one per GPU on GPU hosts)."""
@@ -167,7 +177,6 @@ class ParallelConfig:
     """Nodes (Slurm only for more than one)."""
 
     def __post_init__(self) -> None:
-        check_choice("parallel.strategy", self.strategy, STRATEGIES)
         check_min("parallel.ranks_per_node", self.ranks_per_node, 1)
         check_min("parallel.nodes", self.nodes, 1)
         if self.strategy != "none" and self.ranks_per_node * self.nodes < 2:
@@ -186,7 +195,7 @@ class ParallelConfig:
 class LauncherConfig:
     """Where jobs run: submitit's local, Slurm or in-process debug executor."""
 
-    name: str = "local"
+    name: LauncherName = LauncherName["local"]
     """`local` (one subprocess per job), `slurm` (one array on a cluster) or `debug` (in-process)."""
     max_parallel: int | None = None
     """Jobs at once; null: one per free GPU on a GPU host, 1 on CPU (timings stay clean)."""
@@ -224,7 +233,6 @@ class LauncherConfig:
     """Python executable on the cluster; null: this interpreter."""
 
     def __post_init__(self) -> None:
-        check_choice("launcher.name", self.name, LAUNCHERS)
         if self.additional_parameters is not None and not isinstance(self.additional_parameters, dict):
             raise ConfigError("launcher.additional_parameters must be a mapping, e.g. {mail_type: END}")
         check_min("launcher.max_parallel", self.max_parallel, 1)
@@ -238,15 +246,12 @@ class LauncherConfig:
 class LoggerConfig:
     """wandb logging."""
 
-    mode: str = "offline"
+    mode: LoggerMode = LoggerMode["offline"]
     """`offline` (files in the sweep dir, sync later), `online` or `disabled`."""
     project: str = "orchestrator"
     """wandb project."""
     entity: str | None = None
     """wandb entity (team or user)."""
-
-    def __post_init__(self) -> None:
-        check_choice("logger.mode", self.mode, LOGGER_MODES)
 
 
 @dataclass
@@ -255,13 +260,11 @@ class RetryConfig:
 
     max_retries: int = 0
     """Extra attempts for a failed job whose class is in `on`."""
-    on: list[str] = field(default_factory=lambda: ["crash", "timeout", "oom"])
+    on: list[FailureClass] = field(default_factory=lambda: ["crash", "timeout", "oom"])
     """Failure classes worth retrying."""
 
     def __post_init__(self) -> None:
         check_min("retry.max_retries", self.max_retries, 0)
-        for c in self.on:
-            check_choice("retry.on[]", c, FAILURE_CLASSES)
 
 
 @dataclass

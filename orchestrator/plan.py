@@ -8,7 +8,6 @@ composed again on its own, so each job config is checked against the schema befo
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -26,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from orchestrator.config import MEASURED_SECTIONS, Config, ConfigError
+from orchestrator.spec import JobSpec, omegaconf_message, to_job_config
 
 CONF_DIR = Path(os.environ.get("ORCHESTRATOR_CONF", Path(__file__).resolve().parent.parent / "conf"))
 
@@ -33,32 +33,6 @@ CONF_DIR = Path(os.environ.get("ORCHESTRATOR_CONF", Path(__file__).resolve().par
 ID_EXCLUDED = {("compile", "cache_dir"), ("bench", "timeout_s")}
 
 ConfigStore.instance().store(name="schema", node=Config)
-
-
-@dataclass
-class JobSpec:
-    """One point of the sweep: everything a worker needs, picklable."""
-
-    job_id: str
-    """Stable hash of the measured part of the resolved config."""
-    axes: dict[str, Any]
-    """The axis values that make this job (for tables)."""
-    config: dict[str, Any]
-    """The whole resolved config as plain containers."""
-    sweep_dir: str
-    """The sweep directory (absolute)."""
-
-    @property
-    def job_dir(self) -> Path:
-        return Path(self.sweep_dir) / "jobs" / self.job_id
-
-    @property
-    def cfg(self) -> Config:
-        return to_job_config(self.config)
-
-    @property
-    def label(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in self.axes.items()) or self.job_id
 
 
 @dataclass
@@ -72,17 +46,6 @@ class Plan:
     """The config without sweep axes: launcher, logger, retry and compare settings of the sweep."""
 
 
-def to_job_config(container: dict[str, Any]) -> Config:
-    """Typed, checked config from plain containers (runs each dataclass's __post_init__)."""
-    try:
-        cfg = OmegaConf.merge(OmegaConf.structured(Config), container)
-        return OmegaConf.to_object(cfg)  # type: ignore[return-value]
-    except ConfigError:
-        raise
-    except OmegaConfBaseException as e:
-        raise ConfigError(_omegaconf_message(e)) from None
-
-
 def job_id_of(container: dict[str, Any]) -> str:
     measured = {
         section: {k: v for k, v in container[section].items() if (section, k) not in ID_EXCLUDED}
@@ -90,27 +53,6 @@ def job_id_of(container: dict[str, Any]) -> str:
     }
     blob = json.dumps(measured, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
-
-
-def _omegaconf_message(e: OmegaConfBaseException) -> str:
-    key = getattr(e, "full_key", None) or ""
-    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    if "not in" in first and key:
-        section, _, leaf = key.rpartition(".")
-        valid = _valid_keys(section)
-        where = f"; valid keys of {section or 'the config'}: {', '.join(valid)}" if valid else ""
-        return f"unknown key {key}{where}"
-    return f"{key}: {first}" if key else first
-
-
-def _valid_keys(section: str) -> list[str]:
-    node: Any = Config
-    for part in section.split(".") if section else []:
-        fields = {f.name: f for f in dataclasses.fields(node)}
-        if part not in fields:
-            return []
-        node = fields[part].default_factory()  # type: ignore[misc]
-    return [f.name for f in dataclasses.fields(node)] if dataclasses.is_dataclass(node) else []
 
 
 def _hydra_message(e: Exception) -> str:
@@ -127,7 +69,7 @@ def _hydra_message(e: Exception) -> str:
     if isinstance(cause, ConfigError):
         return str(cause)
     if isinstance(cause, OmegaConfBaseException):
-        return _omegaconf_message(cause)
+        return omegaconf_message(cause)
     lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
     return " ".join(lines[:2]) if lines else type(e).__name__
 
@@ -139,7 +81,7 @@ def compose_config(overrides: list[str], return_hydra_config: bool = False) -> D
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             return compose("config", overrides=overrides, return_hydra_config=return_hydra_config)
     except (HydraException, OmegaConfBaseException) as e:
-        msg = _omegaconf_message(e) if isinstance(e, OmegaConfBaseException) else _hydra_message(e)
+        msg = omegaconf_message(e) if isinstance(e, OmegaConfBaseException) else _hydra_message(e)
         raise ConfigError(msg) from None
     finally:
         GlobalHydra.instance().clear()
@@ -180,7 +122,9 @@ def build_plan(overrides: list[str], cwd: Path | None = None) -> Plan:
     fixed, per_job = expand(overrides)
     points: list[tuple[list[str], dict[str, Any]]] = []
     for job_overrides in per_job:
-        container = OmegaConf.to_container(compose_config(fixed + job_overrides), resolve=True)
+        container = OmegaConf.to_container(
+            compose_config(fixed + job_overrides), resolve=True, enum_to_str=True
+        )
         to_job_config(container)  # type: ignore[arg-type]  # check choices and ranges now
         points.append((job_overrides, container))  # type: ignore[arg-type]
     # Sweep-level settings (launcher, logger, retry, sweep) are not axes: any job's are the sweep's.

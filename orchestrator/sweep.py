@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
 from pathlib import Path
+from typing import TextIO
 
 import torch
 from omegaconf import OmegaConf
 from rich.console import Console
 
 from orchestrator.config import Config, ConfigError
-from orchestrator.launch import Runner, kill_orphans, uses_cuda
+from orchestrator.launch import Runner, sbatch_script, stop_orphans, uses_cuda
 from orchestrator.plan import Plan, build_plan
 from orchestrator.results import (
     PLAN_FILE,
@@ -29,13 +31,14 @@ MULTIRUN_FLAGS = ("-m", "--multirun")
 
 def check_plan(plan: Plan) -> None:
     """What composition cannot know: this machine, the launcher, the user's imports."""
-    from workloads import import_target
+    from workloads import check_size, import_target
 
     launcher = plan.base.launcher.name
     gpus = torch.cuda.device_count()
     targets: set[tuple[str, str | None]] = set()
     for job in plan.jobs:
         cfg = job.cfg
+        check_size(cfg.workload.name, cfg.workload.size)
         world = cfg.parallel.world_size
         if launcher == "debug" and world > 1:
             raise ConfigError(
@@ -60,24 +63,23 @@ def check_plan(plan: Plan) -> None:
         raise ConfigError(f"sweep.detach=true needs launcher=slurm (got launcher={launcher})")
 
 
-def _alive(pid: int) -> bool:
+def take_lock(sweep_dir: Path) -> TextIO:
+    """One orchestrator per sweep directory: an OS lock (flock), held while the returned file is open.
+
+    The kernel drops it when the holder dies, however it dies, so there is no stale lock to judge.
+    """
+    lock = (sweep_dir / LOCK_FILE).open("a+")
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    return True
-
-
-def take_lock(sweep_dir: Path) -> Path:
-    """One orchestrator per sweep directory; a stale lock (dead pid) is taken over."""
-    lock = sweep_dir / LOCK_FILE
-    text = lock.read_text().strip() if lock.exists() else ""
-    pid = int(text) if text.isdigit() else 0
-    if pid and pid != os.getpid() and _alive(pid):
-        raise ConfigError(f"sweep.dir={sweep_dir} is in use by another orchestrator (pid {pid})")
-    lock.write_text(str(os.getpid()))  # absent or stale (that orchestrator is gone): take it
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().strip() or "unknown"
+        lock.close()
+        raise ConfigError(f"sweep.dir={sweep_dir} is in use by another orchestrator (pid {holder})") from None
+    lock.seek(0)
+    lock.truncate()
+    lock.write(str(os.getpid()))
+    lock.flush()
     return lock
 
 
@@ -105,8 +107,6 @@ def run_sweep(args: list[str]) -> int:
     if plan.base.sweep.dry_run:
         print_plan(plan, console)
         if plan.base.launcher.name == "slurm" and plan.jobs:
-            from orchestrator.launch import sbatch_script
-
             console.print(f"sbatch script of {plan.jobs[0].job_id}:", highlight=False)
             print(sbatch_script(plan.jobs[0], plan.base, plan.sweep_dir))
         return 0
@@ -117,12 +117,13 @@ def run_sweep(args: list[str]) -> int:
     try:
         return _run(plan, console)
     finally:
-        lock.unlink(missing_ok=True)
+        (plan.sweep_dir / LOCK_FILE).unlink(missing_ok=True)
+        lock.close()
 
 
 def _run(plan: Plan, console: Console) -> int:
     base: Config = plan.base
-    orphans = kill_orphans(plan.sweep_dir)
+    orphans = stop_orphans(plan.sweep_dir)
     if orphans:
         console.print(
             f"[yellow]stopped {orphans} job(s) left running by an earlier, killed orchestrator[/yellow]"

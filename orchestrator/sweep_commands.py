@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import submitit
 from rich.console import Console
 
 from orchestrator.config import Config, ConfigError
-from orchestrator.launch import SUBMITTED_FILE, slurm_state
-from orchestrator.plan import compose_config, to_job_config
+from orchestrator.failures import from_scheduler_state
+from orchestrator.launch.ledger import read_ledger
+from orchestrator.launch.slurm import slurm_state
+from orchestrator.plan import compose_config
 from orchestrator.results import RESULT_FILE, read_plan, read_result, write_json_atomic
 from orchestrator.results import gather as gather_table
+from orchestrator.spec import JobSpec, to_job_config
 
 
 def _sweep_dir(args: list[str], command: str) -> Path:
@@ -36,11 +38,6 @@ def _base_config(sweep_dir: Path, overrides: list[str] | None = None) -> Config:
     return to_job_config(container)  # type: ignore[arg-type]
 
 
-def _submitted(sweep_dir: Path) -> dict:
-    path = sweep_dir / SUBMITTED_FILE
-    return json.loads(path.read_text()) if path.exists() else {"launcher": None, "jobs": {}}
-
-
 def _job_state(sweep_dir: Path, launcher: str | None, job_id: str) -> str:
     if launcher == "slurm":
         return slurm_state(job_id, sweep_dir / "logs" / "%j")
@@ -50,7 +47,7 @@ def _job_state(sweep_dir: Path, launcher: str | None, job_id: str) -> str:
 def status(args: list[str]) -> int:
     """Each job: its result if it has one, else its scheduler state (sacct/squeue on Slurm)."""
     sweep_dir = _sweep_dir(args, "status")
-    submitted = _submitted(sweep_dir)
+    submitted = read_ledger(sweep_dir)
     plan = read_plan(sweep_dir)
     console = Console(width=200)
     counts: dict[str, int] = {}
@@ -70,13 +67,15 @@ def status(args: list[str]) -> int:
 
 
 def gather(args: list[str]) -> int:
-    """Write the results table of a sweep directory (jobs that ended without a result get one)."""
-    from orchestrator.launch import failure_result
-    from orchestrator.plan import JobSpec
+    """Write the table and dashboard of a sweep directory; Slurm jobs that ended without a result
+    first get one, with the failure class their scheduler state says."""
+    from omegaconf import OmegaConf
+
+    from orchestrator.launch.diagnosis import failure_result
     from orchestrator.sweep import finish
 
     sweep_dir = _sweep_dir(args, "gather")
-    submitted = _submitted(sweep_dir)
+    submitted = read_ledger(sweep_dir)
     base = _base_config(sweep_dir)
     plan = read_plan(sweep_dir)
     for job_id, info in submitted["jobs"].items():
@@ -84,23 +83,12 @@ def gather(args: list[str]) -> int:
         if read_result(job_dir) is not None or submitted["launcher"] != "slurm":
             continue
         state = _job_state(sweep_dir, "slurm", info["job_id"])
-        if state in (
-            "TIMEOUT",
-            "FAILED",
-            "CANCELLED",
-            "OUT_OF_MEMORY",
-            "NODE_FAIL",
-            "PREEMPTED",
-            "COMPLETED",
-        ):
-            from omegaconf import OmegaConf
-
-            config = OmegaConf.to_container(OmegaConf.load(job_dir / "config.yaml"))
-            spec = JobSpec(job_id, plan.get(job_id, {}).get("axes", {}), config, str(sweep_dir))  # type: ignore[arg-type]
-            status_ = "timeout" if state == "TIMEOUT" else "oom" if state == "OUT_OF_MEMORY" else "crash"
-            write_json_atomic(
-                job_dir / RESULT_FILE, failure_result(spec, None, status_, f"Slurm state {state}")
-            )
+        status_ = from_scheduler_state(state)
+        if status_ is None:
+            continue  # still queued or running
+        config = OmegaConf.to_container(OmegaConf.load(job_dir / "config.yaml"))
+        spec = JobSpec(job_id, plan.get(job_id, {}).get("axes", {}), config, str(sweep_dir))  # type: ignore[arg-type]
+        write_json_atomic(job_dir / RESULT_FILE, failure_result(spec, None, status_, f"Slurm state {state}"))
     return finish(sweep_dir, base, Console())
 
 
@@ -110,7 +98,7 @@ def cancel(args: list[str]) -> int:
     import signal
 
     sweep_dir = _sweep_dir(args, "cancel")
-    submitted = _submitted(sweep_dir)
+    submitted = read_ledger(sweep_dir)
     n = 0
     for job_id, info in submitted["jobs"].items():
         if read_result(sweep_dir / "jobs" / job_id) is not None:

@@ -2,7 +2,7 @@
 # Bring up a single-node Slurm cluster on this machine (root; Debian's slurmctld, slurmd, munge),
 # without systemd. Everything lives under $SLURM_TEST_DIR (default /tmp/orchestrator-slurm):
 # config, state, logs and PID files; scripts/slurm-down.sh stops it by those PID files.
-# What works here is in ../shared/DESIGN.md section 5 (linuxproc, task/none, NoInAddrAny).
+# Settings that work without systemd: linuxproc, task/none (cgroup binding breaks gloo at exit), NoInAddrAny.
 set -euo pipefail
 DIR=${SLURM_TEST_DIR:-/tmp/orchestrator-slurm}
 [ "$(id -u)" = 0 ] || { echo "slurm-up: needs root" >&2; exit 3; }

@@ -14,7 +14,14 @@ ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
 
 # Fast settings for tests that are not about timing quality.
-FAST = ["bench.repeats=3", "bench.steps_per_repeat=1", "bench.warmup=1", "bench.bootstrap=200", "logger=none"]
+FAST = [
+    "bench.repeats=3",
+    "bench.steps_per_repeat=1",
+    "bench.warmup=1",
+    "bench.bootstrap=200",
+    "logger=none",
+    "compile.probes=false",
+]
 
 
 @pytest.fixture(scope="session")
@@ -25,7 +32,7 @@ def compile_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def fast(compile_cache) -> list[str]:
-    return [*FAST, f"compile.cache_dir={compile_cache}"]
+    return [*FAST, "compile.cache=shared", f"compile.cache_dir={compile_cache}"]
 
 
 def run_cli(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
-
 from conftest import TESTS, by_label, run_cli
 
 
@@ -62,10 +60,28 @@ def test_one_rank_failing_fails_the_job_not_the_sweep(tmp_path, fast):
     assert "rank 1" in bad["error"] and "planted failure on rank 1" in bad["error"], bad["error"]
 
 
-def test_one_code_path_for_any_number_of_ranks():
-    """The distributed code names no device count and branches on the device only for the backend."""
-    from orchestrator import parallelize
+def test_fsdp_compiles_each_block_then_shards_it_then_the_root(tmp_path):
+    """The wrap order on a real (one-rank, gloo) process group: the same code runs for any world size."""
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.fsdp import FSDPModule
 
-    source = inspect.getsource(parallelize)
-    assert source.count('"nccl" if device.type == "cuda" else "gloo"') == 1
-    assert "world_size ==" not in source and "== 2" not in source
+    from orchestrator.config import CompileConfig, WorkloadConfig
+    from orchestrator.job.parallelize import prepare
+    from workloads import build_module
+
+    cfg = WorkloadConfig(name="module", target="user_models:Stacked", path=str(TESTS), inputs=[[4, 32]])
+    workload = build_module(cfg, "train", torch.device("cpu"))
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        model = prepare(workload, "fsdp", CompileConfig(mode="default"), torch.device("cpu"), "fp32")
+        blocks = model.inner.layers
+        assert len(blocks) == 2 and isinstance(model, FSDPModule), "the root is sharded"
+        for block in blocks:
+            assert isinstance(block, torch._dynamo.eval_frame.OptimizedModule), "each block compiled"
+            assert isinstance(block, FSDPModule), "then the compiled block is sharded"
+        eager = prepare(workload, "fsdp", None, torch.device("cpu"), "fp32")
+        assert not any(isinstance(b, torch._dynamo.eval_frame.OptimizedModule) for b in eager.inner.layers)
+        assert workload.model.inner.layers[0] is not blocks[0]._orig_mod, "sides are copies"
+    finally:
+        dist.destroy_process_group()

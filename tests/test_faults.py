@@ -11,7 +11,7 @@ import time
 
 from conftest import FAST, ROOT, TESTS, by_label, results, run_cli
 
-FAST_NO_CACHE = [a for a in FAST]  # no shared compile.cache_dir: each sweep uses its own
+FAST_NO_CACHE = [*FAST, "compile.cache=shared"]  # no compile.cache_dir: each sweep shares its own
 
 FAULTS = {  # user model -> expected failure class
     "MLP": "ok",

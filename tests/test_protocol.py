@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from conftest import FAST, TESTS
 
+from orchestrator.job.worker import run_job
 from orchestrator.plan import build_plan
-from orchestrator.worker import run_job
 
 USER = ["workload=module", f"workload.path={TESTS}", "workload.inputs=[[8,32]]"]
 
 
 def measure(tmp_path, compile_cache, *overrides: str) -> dict:
-    plan = build_plan([*FAST, f"compile.cache_dir={compile_cache}", *overrides], cwd=tmp_path)
+    shared = ["compile.cache=shared", f"compile.cache_dir={compile_cache}"]
+    plan = build_plan([*FAST, *shared, *overrides], cwd=tmp_path)
     assert len(plan.jobs) == 1
     return run_job(plan.jobs[0])
 
@@ -71,33 +72,15 @@ def test_eager_control_passes_parity_and_has_no_compile(tmp_path, compile_cache)
     assert 0.5 < r["speedup"] < 2.0
 
 
-def test_speedup_ci_contains_estimate_and_narrows(tmp_path, compile_cache):
-    few = measure(
-        tmp_path,
-        compile_cache,
-        "workload=block",
-        "bench.task=infer",
-        "bench.repeats=6",
-        "bench.steps_per_repeat=2",
-        "bench.bootstrap=2000",
-        "sweep.name=few",
-    )
-    many = measure(
-        tmp_path,
-        compile_cache,
-        "workload=block",
-        "bench.task=infer",
-        "bench.repeats=80",
-        "bench.steps_per_repeat=2",
-        "bench.bootstrap=2000",
-        "sweep.name=many",
-    )
-    for r in (few, many):
-        assert r["status"] == "ok"
-        assert r["speedup_ci_low"] <= r["speedup"] <= r["speedup_ci_high"]
-        assert len(r["timings"]["eager_ms"]) == len(r["timings"]["compiled_ms"])
-    width = lambda r: r["speedup_ci_high"] - r["speedup_ci_low"]
-    assert width(many) < width(few), (width(many), width(few))
+def test_speedup_ci_contains_the_estimate_and_pairs_every_repetition(tmp_path, compile_cache):
+    # How the interval narrows is tested on known inputs (test_stats.py): here, timings from a real job.
+    r = measure(tmp_path, compile_cache, "workload=block", "bench.task=infer", "bench.repeats=6")
+    assert r["status"] == "ok"
+    assert r["speedup_ci_low"] <= r["speedup"] <= r["speedup_ci_high"]
+    e, c = r["timings"]["eager_ms"], r["timings"]["compiled_ms"]
+    assert len(e) == len(c) == 6
+    ratios = sorted(x / y for x, y in zip(e, c, strict=True))
+    assert r["speedup"] == (ratios[2] + ratios[3]) / 2, "the median of the pair ratios (even count)"
 
 
 def test_train_result_has_throughput_flops_and_environment(tmp_path, compile_cache):
@@ -112,4 +95,3 @@ def test_train_result_has_throughput_flops_and_environment(tmp_path, compile_cac
         < 1e-6 * r["compiled_tokens_per_s"]
     )
     assert r["env_torch"] and r["env_host"] and r["env_world_size"] == 1
-    assert r["eager_peak_gib"] is None if "eager_peak_gib" in r else True  # CPU: no CUDA memory figures

@@ -10,7 +10,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import ROOT, TESTS, by_label, results, run_cli
+from conftest import ROOT, TESTS, results, run_cli
 
 SLURM = ["launcher=slurm"]
 
@@ -127,9 +127,10 @@ def test_detached_submit_then_status_then_gather(cluster, tmp_path, fast):
     assert again.returncode == 0, again.stdout + again.stderr
     assert "still queued from an earlier run" in again.stdout or "2 already finished" in again.stdout
     assert json.loads((sweep_dir / "submitted.json").read_text())["jobs"] == json.loads(submitted)["jobs"]
-    assert wait_for_results(sweep_dir, 2, 300).keys() == set(
-        by_label(sweep_dir)[k]["job_id"] for k in by_label(sweep_dir)
-    )
+    planned = set(json.loads((sweep_dir / "plan.json").read_text())["jobs"])
+    finished = wait_for_results(sweep_dir, 2, 300)
+    assert finished.keys() == planned == set(json.loads(submitted)["jobs"]), "each planned job, once"
+    assert {r["label"] for r in finished.values()} == {"compile.mode=eager", "compile.mode=default"}
     status = run_cli(["status", str(sweep_dir)], cwd=tmp_path, timeout=60)
     assert "ok=2" in status.stdout
     gathered = run_cli(["gather", str(sweep_dir)], cwd=tmp_path, timeout=120)

@@ -1,0 +1,167 @@
+"""Compile cost that does not depend on job order: where the seconds went, and the caches' part.
+
+Torch records every frame it compiles (`torch._dynamo.utils.get_compilation_metrics()`): nested
+cumulative times for dynamo, AOT autograd, inductor and its code generation, kernel compile and
+autotune times, cache hits and misses, guard counts, recompile and CUDA-graph-skip reasons. The
+phases below are the differences of the nested times, so they add up to no more than the wall
+time of the call that compiled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+
+US = 1e-6
+ARTIFACTS_FILE = "compile_artifacts.bin"
+# Exclusive phases, from the nested cumulative times (microseconds) of each compiled frame.
+PHASES = ("dynamo", "aot_autograd", "inductor", "codegen", "backward")
+
+
+def _us(metric: object, name: str) -> float:
+    return float(getattr(metric, name, None) or 0) * US
+
+
+def summarize(metrics: list) -> dict:
+    """Phases (s), cache hits and misses, guards and reasons, summed over compiled frames."""
+    phases = dict.fromkeys(PHASES, 0.0)
+    out = {
+        "compile_frames": len(metrics),
+        "compile_kernel_s": 0.0,
+        "compile_autotune_s": 0.0,
+        "fx_cache_hits": 0,
+        "fx_cache_misses": 0,
+        "aot_cache_hits": 0,
+        "aot_cache_misses": 0,
+        "guard_count": 0,
+    }
+    recompile_reasons, cudagraph_skips = [], []
+    for m in metrics:
+        dynamo, aot = (
+            _us(m, "dynamo_cumulative_compile_time_us"),
+            _us(m, "aot_autograd_cumulative_compile_time_us"),
+        )
+        inductor = _us(m, "inductor_cumulative_compile_time_us")
+        codegen = _us(m, "inductor_code_gen_cumulative_compile_time_us")
+        phases["dynamo"] += max(dynamo - aot, 0.0)
+        phases["aot_autograd"] += max(aot - inductor, 0.0)
+        phases["inductor"] += max(inductor - codegen, 0.0)
+        phases["codegen"] += codegen
+        phases["backward"] += _us(m, "backward_cumulative_compile_time_us")  # a lazily compiled backward
+        out["compile_kernel_s"] += _us(m, "triton_compile_time_us")
+        out["compile_autotune_s"] += _us(m, "compile_time_autotune_time_us") + _us(
+            m, "runtime_triton_autotune_time_us"
+        )
+        for key, field in (
+            ("fx_cache_hits", "inductor_fx_local_cache_hit_count"),
+            ("fx_cache_misses", "inductor_fx_local_cache_miss_count"),
+            ("aot_cache_hits", "aotautograd_local_cache_hit_count"),
+            ("aot_cache_misses", "aotautograd_local_cache_miss_count"),
+            ("guard_count", "guard_count"),
+        ):
+            out[key] += int(getattr(m, field, None) or 0)
+        if getattr(m, "recompile_reason", None):
+            recompile_reasons.append(str(m.recompile_reason)[:300])
+        if getattr(m, "cudagraph_skip_reason", None):
+            cudagraph_skips.append(str(m.cudagraph_skip_reason)[:300])
+    out.update({f"phase_{k}_s": v for k, v in phases.items()})
+    out["compile_cache_hits"] = out["fx_cache_hits"] + out["aot_cache_hits"]
+    out["recompile_reasons"] = recompile_reasons
+    out["cudagraph_skip_reasons"] = cudagraph_skips
+    return out
+
+
+def compilation_metrics() -> list:
+    from torch._dynamo.utils import get_compilation_metrics
+
+    return list(get_compilation_metrics())
+
+
+def clear_compilation_metrics() -> None:
+    from torch._dynamo.utils import clear_compilation_metrics as clear
+
+    clear()
+
+
+def prime(device: torch.device) -> None:
+    """Pay this process's and machine's one-offs (inductor's imports, the C++ precompiled header,
+    the kernel compiler's start) on a throwaway function in a throwaway cache, so that the job's
+    cold figure holds only its own model's compile."""
+    from torch._inductor.utils import fresh_cache
+
+    x = torch.randn(8, device=device, requires_grad=True)
+    with fresh_cache():
+        torch.compile(lambda t: (t.sin() * 2).sum())(x).backward()
+    torch._dynamo.reset()
+
+
+def save_artifacts(job_dir: Path) -> Path | None:
+    """The compile's portable cache artifacts (`torch.compiler.save_cache_artifacts`), to a file."""
+    saved = torch.compiler.save_cache_artifacts()
+    if saved is None:
+        return None
+    path = job_dir / ARTIFACTS_FILE
+    path.write_bytes(saved[0])
+    return path
+
+
+@contextlib.contextmanager
+def torch_trace(trace_dir: Path | None) -> Iterator[None]:
+    """Structured compile logs into `trace_dir` (what TORCH_TRACE does, for this scope; tlparse reads it)."""
+    if trace_dir is None:
+        yield
+        return
+    from torch._logging._internal import LazyTraceHandler, TorchLogsFormatter, trace_log
+
+    trace_dir.mkdir(parents=True, exist_ok=True)
+    handler = LazyTraceHandler(str(trace_dir))
+    handler.setFormatter(TorchLogsFormatter(trace=True))
+    level = trace_log.level
+    trace_log.setLevel(logging.DEBUG)
+    trace_log.addHandler(handler)
+    try:
+        yield
+    finally:
+        trace_log.removeHandler(handler)
+        trace_log.setLevel(level)
+        handler.close()
+
+
+def fresh_dir(parent: Path, prefix: str) -> Path:
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+
+
+@contextlib.contextmanager
+def inductor_cache(path: Path) -> Iterator[Path]:
+    """Inductor and triton compile into `path` for the scope (torch reads these variables at
+    compile time), with inductor's in-process caches cleared on the way in and out."""
+    from torch._inductor.utils import clear_caches
+
+    from orchestrator.env_scope import scoped_environ
+
+    clear_caches()
+    try:
+        with scoped_environ({"TORCHINDUCTOR_CACHE_DIR": str(path), "TRITON_CACHE_DIR": str(path / "triton")}):
+            yield path
+    finally:
+        clear_caches()
+
+
+@contextlib.contextmanager
+def compile_settings(compile_cfg: dict, n_shapes: int, cache: Path) -> Iterator[None]:
+    """A job's compile settings in scope: its cache directory, freezing, the recompile limit."""
+    import torch._dynamo
+    import torch._inductor.config
+
+    with (
+        inductor_cache(cache),
+        torch._inductor.config.patch(freezing=bool(compile_cfg["freezing"])),
+        # A shape schedule must not hit the recompile limit, or the count would stop there.
+        torch._dynamo.config.patch(recompile_limit=max(8, n_shapes + 4)),
+    ):
+        yield

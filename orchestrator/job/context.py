@@ -1,0 +1,131 @@
+"""What the protocol's phases share: the job's settings, one step of each kind, timing, collectives."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from orchestrator.config import CUDAGRAPH_MODES, Config
+from workloads import Workload
+
+
+@dataclass
+class Side:
+    """One side of the comparison: a prepared model and its optimizer."""
+
+    model: nn.Module
+    optimizer: torch.optim.Optimizer | None = None
+
+
+def autocast(device: torch.device, dtype: str) -> contextlib.AbstractContextManager:
+    if dtype == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=torch.bfloat16 if dtype == "bf16" else torch.float16)
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else ""
+
+
+@dataclass
+class JobContext:
+    """One job on one rank: settings, workload, device, and the result fields the phases fill in."""
+
+    cfg: Config
+    wl: Workload
+    device: torch.device
+    rank: int = 0
+    world: int = 1
+    artifacts_dir: Path | None = None
+    """Where the first compile's portable cache artifacts are saved (None: not saved)."""
+    result: dict = field(default_factory=dict)
+    timings: dict[str, list[float]] = field(default_factory=lambda: {"eager_ms": [], "compiled_ms": []})
+
+    def __post_init__(self) -> None:
+        self.train = self.cfg.bench.task == "train"
+        self.compiled_mode = self.cfg.compile.mode != "eager"
+        self.inputs = self.wl.make_inputs(None)
+
+    def amp(self) -> contextlib.AbstractContextManager:
+        return autocast(self.device, self.cfg.bench.dtype)
+
+    # --- one step of each kind -------------------------------------------------------------
+    def forward_backward(self, model: nn.Module, inputs: tuple) -> object:
+        """Forward (and backward for train): no optimizer step, so weights stay as they were."""
+        self._mark_cudagraph_step()
+        if self.train:
+            with self.amp():
+                loss = model(*inputs)
+            loss.backward()
+            return loss.detach()
+        with torch.no_grad(), self.amp():
+            return model(*inputs)
+
+    def step(self, side: Side) -> None:
+        self._mark_cudagraph_step()
+        if not self.train:
+            with torch.no_grad(), self.amp():
+                side.model(*self.inputs)
+            return
+        assert side.optimizer is not None
+        side.optimizer.zero_grad(set_to_none=True)
+        with self.amp():
+            loss = side.model(*self.inputs)
+        loss.backward()
+        side.optimizer.step()
+
+    def _mark_cudagraph_step(self) -> None:
+        # CUDA-graph modes replay graphs; a new step must be marked before it may overwrite outputs.
+        if self.device.type == "cuda" and self.cfg.compile.mode in CUDAGRAPH_MODES:
+            torch.compiler.cudagraph_mark_step_begin()
+
+    def optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
+        fused = self.device.type == "cuda" and self.cfg.parallel.strategy != "fsdp"
+        return torch.optim.AdamW(model.parameters(), lr=self.cfg.bench.lr, fused=fused or None)
+
+    def timed(self, fn: Callable[[], object], repeat: int = 1) -> float:
+        """Seconds per call: CUDA events on GPU, perf_counter on CPU."""
+        synchronize(self.device)
+        if self.device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(repeat):
+                fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) / 1000 / repeat
+        t0 = time.perf_counter()
+        for _ in range(repeat):
+            fn()
+        return (time.perf_counter() - t0) / repeat
+
+    # --- across ranks ----------------------------------------------------------------------
+    def all_reduce_max(self, x: float) -> float:
+        """Max over ranks (NaN counted as +inf), so any failing rank fails the job."""
+        if self.world == 1:
+            return x
+        t = torch.tensor([math.inf if math.isnan(x) else x], dtype=torch.float64, device=self.device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return float(t.item())
+
+    def all_gather(self, x: float) -> list[float]:
+        """One figure from every rank, in rank order."""
+        if self.world == 1:
+            return [x]
+        out = [None] * self.world
+        dist.all_gather_object(out, x)
+        return [float(v) for v in out]  # type: ignore[arg-type]

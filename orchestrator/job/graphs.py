@@ -1,0 +1,84 @@
+"""Graph health: dynamo's explain (graph breaks and their reasons), and the first compiled call
+(compile seconds, graphs captured; a model that captured none is a failure, not a speedup)."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import torch
+
+from orchestrator.failures import CompileError, NoGraphError
+from orchestrator.job.context import JobContext, Side, first_line, synchronize
+
+
+def _short_reason(text: str) -> str:
+    """A graph-break reason in one line: its headline and dynamo's explanation."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    keep = lines[:1] + [ln for ln in lines[1:] if ln.startswith("Explanation:")]
+    return " ".join(keep)[:400]
+
+
+def explain(ctx: JobContext) -> dict:
+    """Graph count and breaks with reasons, from torch._dynamo.explain (it resets dynamo, so it runs
+    before the timed compile)."""
+    import torch._dynamo
+
+    model = ctx.wl.model
+    try:
+        with ctx.amp(), contextlib.nullcontext() if ctx.train else torch.no_grad():
+            ex = torch._dynamo.explain(model)(*ctx.inputs)
+    except torch.OutOfMemoryError:
+        raise
+    except Exception as e:  # dynamo could not trace the model: a compile error, not a crash
+        raise CompileError(f"explain: {type(e).__name__}: {first_line(e)}") from e
+    reasons = []
+    for br in ex.break_reasons:
+        frame = br.user_stack[-1] if br.user_stack else None
+        where = f"{frame.filename}:{frame.lineno}" if frame else None
+        reasons.append({"reason": _short_reason(str(br.reason)), "where": where})
+    model.zero_grad(set_to_none=True)
+    torch._dynamo.reset()
+    return {
+        "explain_graphs": ex.graph_count,
+        "graph_breaks": ex.graph_break_count,
+        "break_reasons": reasons,
+        "explain_ops": sum(len(o) for o in ex.ops_per_graph or []),
+    }
+
+
+def first_calls(ctx: JobContext, eager: Side, compiled: Side) -> dict[str, object]:
+    """The first eager and first compiled forward(+backward) from identical weights and inputs:
+    compile seconds and graphs captured. Returns both outputs, for the parity check."""
+    from torch._dynamo.utils import counters
+
+    r = ctx.result
+    ctx.forward_backward(eager.model, ctx.inputs)  # lazy init, allocator warm
+    eager.model.zero_grad(set_to_none=True)
+    out: dict[str, object] = {}
+    eager_s = ctx.timed(lambda: out.__setitem__("eager", ctx.forward_backward(eager.model, ctx.inputs)))
+    from orchestrator.job.compile_cost import clear_compilation_metrics
+
+    counters.clear()
+    clear_compilation_metrics()
+    t0 = time.perf_counter()
+    try:
+        out["compiled"] = ctx.forward_backward(compiled.model, ctx.inputs)
+        synchronize(ctx.device)
+    except torch.OutOfMemoryError:
+        raise
+    except Exception as e:
+        raise CompileError(f"{type(e).__name__}: {first_line(e)}") from e
+    first_s = time.perf_counter() - t0
+    r["first_call_s"] = first_s
+    r["compile_s"] = max(first_s - eager_s, 0.0) if ctx.compiled_mode else 0.0
+    if ctx.compiled_mode:
+        r["graphs"] = int(counters["stats"]["unique_graphs"])
+        r["frames_ok"] = int(counters["frames"]["ok"])
+        r["graph_breaks_compile"] = int(sum(counters["graph_break"].values()))
+    return out
+
+
+def check_graph_captured(ctx: JobContext) -> None:
+    if ctx.compiled_mode and ctx.result.get("graphs", 0) == 0:
+        raise NoGraphError("compiled model captured no graph (it ran eager); check the compile/wrap order")

@@ -1,0 +1,59 @@
+"""The measurement protocol (docs/architecture.md) as the order of its phases, nothing else.
+
+Eager and compiled run in one process on the same inputs. Order matters: FLOPs (the first eager
+step) -> explain (it resets dynamo) -> the first eager and first compiled call from identical
+weights (compile cost, graphs captured, parity) -> warm-up and interleaved timed repetitions ->
+memory (CUDA) -> the dynamic-shape schedule.
+"""
+
+from __future__ import annotations
+
+from orchestrator.config import CUDAGRAPH_MODES
+from orchestrator.failures import CompileError
+from orchestrator.job import compile_cost, graphs, memory, parity, shapes, speed
+from orchestrator.job.context import JobContext, Side
+from orchestrator.job.parallelize import prepare
+
+
+def run_protocol(ctx: JobContext) -> dict:
+    """Fill `ctx.result` phase by phase; a phase that fails raises, leaving what was measured."""
+    cfg, wl, r = ctx.cfg, ctx.wl, ctx.result
+    r.update(params=wl.n_params, batch_size=wl.batch_size, seq_len=wl.seq_len)
+    r["flops_per_step"] = speed.count_flops(ctx)
+    if ctx.compiled_mode and cfg.bench.explain:
+        r.update(graphs.explain(ctx))
+    strategy, dtype = cfg.parallel.strategy, cfg.bench.dtype
+    eager = Side(prepare(wl, strategy, None, ctx.device, dtype))
+    compiled = Side(prepare(wl, strategy, cfg.compile if ctx.compiled_mode else None, ctx.device, dtype))
+    outputs = graphs.first_calls(ctx, eager, compiled)
+    if ctx.compiled_mode:
+        r.update(compile_cost.summarize(compile_cost.compilation_metrics()))
+        if ctx.artifacts_dir is not None:
+            saved = compile_cost.save_artifacts(ctx.artifacts_dir)
+            r["compile_artifacts_mb"] = saved.stat().st_size / 2**20 if saved else None
+    if cfg.bench.parity:
+        parity.check_parity(ctx, eager, compiled, outputs)
+    graphs.check_graph_captured(ctx)
+    for side in (eager, compiled):
+        side.model.zero_grad(set_to_none=True)
+        if ctx.train:
+            side.optimizer = ctx.optimizer(side.model)
+    speed.measure_speed(ctx, eager, compiled)
+    if cfg.compile.mode in CUDAGRAPH_MODES:
+        check_cudagraphs(ctx)
+    if ctx.device.type == "cuda":
+        memory.measure_memory(ctx, eager, compiled)
+    if cfg.workload.shapes:
+        shapes.run_shape_schedule(ctx, eager, compiled)
+    return r
+
+
+def check_cudagraphs(ctx: JobContext) -> None:
+    """A CUDA-graph mode that skipped its graphs says so (and fails, if the user asked for that)."""
+    from torch._dynamo.utils import counters
+
+    r = ctx.result
+    r["cudagraph_skips"] = int(counters["inductor"]["cudagraph_skips"]) if ctx.device.type == "cuda" else None
+    if r["cudagraph_skips"] and ctx.cfg.compile.require_cudagraphs:
+        reasons = "; ".join(r.get("cudagraph_skip_reasons") or []) or "no reason recorded"
+        raise CompileError(f"CUDA graphs skipped ({r['cudagraph_skips']}x): {reasons}")

@@ -1,0 +1,40 @@
+"""The dynamic-shape schedule: recompiles, the compile seconds they cost, and speed across shapes."""
+
+from __future__ import annotations
+
+from orchestrator.job.context import JobContext, Side
+
+
+def run_shape_schedule(ctx: JobContext, eager: Side, compiled: Side) -> None:
+    from torch._dynamo.utils import counters
+
+    from orchestrator.job.compile_cost import clear_compilation_metrics, compilation_metrics, summarize
+
+    r = ctx.result
+    clear_compilation_metrics()
+    recompiles, recompile_s, eager_s, compiled_s = 0, 0.0, 0.0, 0.0
+    for seq in ctx.cfg.workload.shapes:
+        inputs = ctx.wl.make_inputs(seq)
+        graphs_before = counters["stats"]["unique_graphs"]
+        first = ctx.timed(lambda i=inputs: ctx.forward_backward(compiled.model, i))
+        second = ctx.timed(lambda i=inputs: ctx.forward_backward(compiled.model, i))
+        new = counters["stats"]["unique_graphs"] - graphs_before
+        if new:
+            recompiles += new
+            recompile_s += max(first - second, 0.0)
+        ctx.forward_backward(eager.model, inputs)
+        eager_s += ctx.timed(lambda i=inputs: ctx.forward_backward(eager.model, i))
+        compiled_s += second
+        for side in (eager, compiled):
+            side.model.zero_grad(set_to_none=True)
+    compiled_mode = ctx.compiled_mode
+    r["dyn_recompile_reasons"] = (
+        summarize(compilation_metrics())["recompile_reasons"] if compiled_mode else []
+    )
+    r.update(
+        dyn_shapes=len(ctx.cfg.workload.shapes),
+        dyn_recompiles=recompiles if compiled_mode else 0,
+        dyn_compile_s=recompile_s if compiled_mode else 0.0,
+        dyn_total_compile_s=(r["compile_s"] + recompile_s) if compiled_mode else 0.0,
+        dyn_speedup=eager_s / compiled_s if compiled_s else None,
+    )

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from conftest import FAST, TESTS
 
+from orchestrator.job.compile_cost import PHASES
 from orchestrator.job.worker import run_job
 from orchestrator.plan import build_plan
 
@@ -95,3 +98,21 @@ def test_train_result_has_throughput_flops_and_environment(tmp_path, compile_cac
         < 1e-6 * r["compiled_tokens_per_s"]
     )
     assert r["env_torch"] and r["env_host"] and r["env_world_size"] == 1
+
+
+def test_trace_writes_torch_trace_and_tlparse_report(tmp_path, compile_cache):
+    r = measure(tmp_path, compile_cache, "workload=block", "bench.task=infer", "compile.trace=true")
+    assert r["status"] == "ok", r["error"]
+    logs = list(Path(r["trace_dir"]).glob("*.log"))
+    assert logs and any('"dynamo_start"' in p.read_text() for p in logs), "structured compile events"
+    assert r["tlparse_index"] and Path(r["tlparse_index"]).exists(), "tlparse (a dev dependency) ran"
+
+
+def test_compile_phases_come_from_torch_metrics(tmp_path, compile_cache):
+    r = measure(tmp_path, compile_cache, "workload=gpt", "bench.task=train")
+    phases = [r[f"phase_{p}_s"] for p in PHASES]
+    assert all(p >= 0 for p in phases) and 0 < sum(phases) <= r["first_call_s"]
+    assert r["compile_frames"] >= 1 and r["guard_count"] > 0
+    assert r["fx_cache_hits"] + r["fx_cache_misses"] >= 2, (
+        "forward and backward graphs in the cache"
+    )

@@ -42,7 +42,7 @@ def test_cold_compile_does_not_depend_on_job_order_and_warm_and_portable_run_apa
     """Two jobs with the same graph (they differ in the repeat count only), in both orders: each
     compiles from its own empty cache, so the second neither hits the first's cache nor collapses."""
     common = ["workload=block", "bench.task=infer", *FAST, "sweep.report=false"]
-    forward = run_cli([*common, "bench.repeats=3,4", "sweep.dir=fwd"], cwd=tmp_path)
+    forward = run_cli([*common, "bench.repeats=3,4", "compile.probes=true", "sweep.dir=fwd"], cwd=tmp_path)
     assert forward.returncode == 0, forward.stdout + forward.stderr
     backward = run_cli([*common, "bench.repeats=4,3", "compile.probes=false", "sweep.dir=bwd"], cwd=tmp_path)
     assert backward.returncode == 0, backward.stdout + backward.stderr

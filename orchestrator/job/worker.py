@@ -20,7 +20,14 @@ import torch
 import torch.distributed as dist
 
 from orchestrator.failures import classify, first_rank_error, write_rank_error
-from orchestrator.job.compile_cost import ARTIFACTS_FILE, compile_settings, fresh_dir, prime, torch_trace
+from orchestrator.job.compile_cost import (
+    ARTIFACTS_FILE,
+    compile_settings,
+    fresh_dir,
+    prime,
+    tlparse_report,
+    torch_trace,
+)
 from orchestrator.job.skeleton import result_skeleton
 from orchestrator.results import RESULT_FILE, write_json_atomic
 from orchestrator.spec import JobSpec
@@ -116,6 +123,10 @@ def run_job(spec: JobSpec) -> dict | None:
             write_rank_error(spec.job_dir, rank, result["status"], result["error"])
     if private:
         shutil.rmtree(cache, ignore_errors=True)
+    if trace_dir is not None and rank == 0:
+        result["trace_dir"] = str(trace_dir)
+        index = tlparse_report(trace_dir, spec.job_dir / "tlparse")
+        result["tlparse_index"] = str(index) if index else None
     if result["status"] != "ok" and world > 1:
         time.sleep(1.0)  # let the rank that failed first record its error
         first = first_rank_error(spec.job_dir)

@@ -80,6 +80,11 @@ class WorkloadConfig:
         check_min("workload.seq_len", self.seq_len, 1)
         for s in self.shapes:
             check_min("workload.shapes[]", s, 1)
+        for shape in self.inputs:
+            if not shape or any(d < 1 for d in shape):
+                raise ConfigError(
+                    f"workload.inputs: shape {list(shape)} is not valid; every size must be >= 1"
+                )
         if self.init_args is not None and not isinstance(self.init_args, dict):
             raise ConfigError(f"workload.init_args={self.init_args!r} must be a mapping, e.g. {{dim: 64}}")
         if self.name == "module":

@@ -9,12 +9,12 @@ import signal
 from pathlib import Path
 from typing import TextIO
 
-import torch
 from omegaconf import OmegaConf
 from rich.console import Console
 
+from orchestrator.checks import check_plan, check_sweep_dir
 from orchestrator.config import Config, ConfigError
-from orchestrator.launch import Runner, sbatch_script, stop_orphans, uses_cuda
+from orchestrator.launch import Runner, sbatch_script, stop_orphans
 from orchestrator.plan import Plan, build_plan
 from orchestrator.results import (
     PLAN_FILE,
@@ -27,40 +27,6 @@ from orchestrator.results import (
 
 LOCK_FILE = "orchestrator.lock"
 MULTIRUN_FLAGS = ("-m", "--multirun")
-
-
-def check_plan(plan: Plan) -> None:
-    """What composition cannot know: this machine, the launcher, the user's imports."""
-    from workloads import check_size, import_target
-
-    launcher = plan.base.launcher.name
-    gpus = torch.cuda.device_count()
-    targets: set[tuple[str, str | None]] = set()
-    for job in plan.jobs:
-        cfg = job.cfg
-        check_size(cfg.workload.name, cfg.workload.size)
-        world = cfg.parallel.world_size
-        if launcher == "debug" and world > 1:
-            raise ConfigError(
-                f"parallel.strategy={cfg.parallel.strategy} needs launcher=local or slurm (debug: in-process)"
-            )
-        if cfg.bench.device == "cuda" and not gpus and launcher != "slurm":
-            raise ConfigError(
-                "bench.device=cuda but this machine has no GPU; choose bench.device=cpu or auto"
-            )
-        if launcher == "local" and uses_cuda(cfg) and world > gpus:
-            raise ConfigError(
-                f"parallel.ranks_per_node={cfg.parallel.ranks_per_node} needs {world} GPUs; this machine has "
-                f"{gpus}"
-            )
-        if cfg.workload.name == "module":
-            targets.add((cfg.workload.target or "", cfg.workload.path))
-        if ":" in cfg.compile.backend:
-            targets.add((cfg.compile.backend, cfg.workload.path))
-    for target, path in targets:
-        import_target(target, path)
-    if plan.base.sweep.detach and launcher != "slurm":
-        raise ConfigError(f"sweep.detach=true needs launcher=slurm (got launcher={launcher})")
 
 
 def take_lock(sweep_dir: Path) -> TextIO:
@@ -110,7 +76,7 @@ def run_sweep(args: list[str]) -> int:
             console.print(f"sbatch script of {plan.jobs[0].job_id}:", highlight=False)
             print(sbatch_script(plan.jobs[0], plan.base, plan.sweep_dir))
         return 0
-    plan.sweep_dir.mkdir(parents=True, exist_ok=True)
+    check_sweep_dir(plan.sweep_dir)
     lock = take_lock(plan.sweep_dir)
     # SIGTERM (a scheduler, `kill`) takes the Ctrl-C path: cancel running jobs, keep finished ones.
     signal.signal(signal.SIGTERM, _interrupt)

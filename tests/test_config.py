@@ -37,6 +37,25 @@ BAD_INPUTS = [
     (["launcher=debug", "parallel=ddp"], "needs launcher=local or slurm"),
     (["sweep.detach=true"], "sweep.detach=true needs launcher=slurm"),
     (["compile.dynamic=maybe"], "compile.dynamic: Value 'maybe' is not a valid bool"),
+    (["parallel=ddp", "parallel.ranks_per_node=64"], "starts 64 CPU ranks; this machine has"),
+    (
+        [
+            "workload=module",
+            "workload.target=user_models:MLP",
+            f"workload.path={TESTS}",
+            "workload.inputs=[[0,4]]",
+        ],
+        "workload.inputs: shape [0, 4] is not valid",
+    ),
+    (
+        ["compile.backend=nosuch"],
+        "compile.backend='nosuch' is not a registered dynamo backend; choose one of:",
+    ),
+    (
+        ["workload=module", "workload.target=m:Net", "workload.path=/no/such/dir", "workload.inputs=[[2,4]]"],
+        "workload.path=/no/such/dir does not exist",
+    ),
+    (["compile.cache=warm"], "compile.cache='warm' is not valid; choose one of: private, shared"),
 ]
 
 
@@ -115,3 +134,26 @@ def test_user_workload_config(tmp_path):
     cfg = plan.jobs[0].cfg
     assert cfg.workload.target == "user_models:MLP" and cfg.workload.init_args == {"dim": 16}
     assert cfg.workload.inputs == [[4, 16]]
+
+
+def test_slurm_without_sbatch_is_refused_before_anything_is_made(tmp_path):
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    proc = run_cli(["launcher=slurm", "sweep.dir=s"], cwd=tmp_path, timeout=120, env={"PATH": str(bare)})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert (
+        proc.stderr.strip()
+        == "error: launcher=slurm but sbatch is not on PATH (run on a Slurm login node, or launcher=local)"
+    )
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("kind", ["file", "under a file"])
+def test_unusable_sweep_dir_is_one_line(tmp_path, capsys, kind):
+    blocker = tmp_path / "taken"
+    blocker.write_text("not a directory")
+    target = blocker if kind == "file" else blocker / "sub"
+    code = main(["compile.mode=eager", f"sweep.dir={target}"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err and err.startswith(f"error: sweep.dir={target}"), err
+    assert blocker.read_text() == "not a directory"

@@ -113,6 +113,4 @@ def test_compile_phases_come_from_torch_metrics(tmp_path, compile_cache):
     phases = [r[f"phase_{p}_s"] for p in PHASES]
     assert all(p >= 0 for p in phases) and 0 < sum(phases) <= r["first_call_s"]
     assert r["compile_frames"] >= 1 and r["guard_count"] > 0
-    assert r["fx_cache_hits"] + r["fx_cache_misses"] >= 2, (
-        "forward and backward graphs in the cache"
-    )
+    assert r["fx_cache_hits"] + r["fx_cache_misses"] >= 2, "forward and backward graphs in the cache"

@@ -58,6 +58,10 @@ def print_plan(plan: Plan, console: Console) -> None:
 
 
 def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM or SIGINT: one KeyboardInterrupt, raised once. Later signals are ignored while the
+    running jobs are cancelled, so none lands inside cleanup code (a traceback from a destructor)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
@@ -80,6 +84,7 @@ def run_sweep(args: list[str]) -> int:
     lock = take_lock(plan.sweep_dir)
     # SIGTERM (a scheduler, `kill`) takes the Ctrl-C path: cancel running jobs, keep finished ones.
     signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         return _run(plan, console)
     finally:

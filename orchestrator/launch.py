@@ -27,6 +27,7 @@ from rich.text import Text
 from orchestrator.config import Config
 from orchestrator.plan import JobSpec
 from orchestrator.results import RESULT_FILE, read_result, write_json_atomic
+from orchestrator.slurm_arrays import submit_arrays
 from orchestrator.worker import RANK_ERROR, Worker, result_skeleton
 
 SUBMITTED_FILE = "submitted.json"
@@ -134,7 +135,8 @@ def slurm_state(job_id: str, folder: Path) -> str:
 def slurm_queue() -> set[str] | None:
     """Ids of the jobs Slurm still holds, array tasks as `ID_TASK`; None if squeue fails."""
     try:
-        out = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True, timeout=30)
+        # -r: one line per array task (pending tasks are otherwise folded into `ID_[3-11%2]`).
+        out = subprocess.run(["squeue", "-h", "-r", "-o", "%i"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return set(out.stdout.split()) if out.returncode == 0 else None
@@ -220,15 +222,12 @@ class Runner:
         write_json_atomic(path, data)
 
     def submit_array(self, specs: list[JobSpec]) -> list[Attempt]:
-        """Slurm: one array for the whole sweep (jobs of one shape share parameters)."""
+        """Slurm: arrays of at most MaxArraySize, array_parallelism held across them (slurm_arrays)."""
         attempts: list[Attempt] = []
-        groups: dict[str, list[JobSpec]] = {}
-        for spec in specs:
-            groups.setdefault(json.dumps(job_parameters(spec, self.base), sort_keys=True), []).append(spec)
-        for key, group in groups.items():
-            self.executor.update_parameters(**json.loads(key))
-            with self.executor.batch():
-                jobs = [self.executor.submit(Worker(), spec) for spec in group]
+        arrays = submit_arrays(
+            self.executor, self.base.launcher, specs, lambda s: job_parameters(s, self.base), Worker()
+        )
+        for group, jobs in arrays:
             for spec in group:
                 self.attempts_made[spec.job_id] = self.attempts_made.get(spec.job_id, 0) + 1
             self._record_submitted(jobs, group)

@@ -1,8 +1,9 @@
 """Submit job specs through submitit and wait for them with a live progress display.
 
 Local: one subprocess per job, at most `launcher.max_parallel` at once (one per free GPU on a GPU
-host). Slurm: the whole sweep as one array. Debug: in-process, one after another. A job that ends
-without a result file gets one written here, with its failure class and the log's last lines.
+host). Slurm: arrays of at most MaxArraySize (slurm_arrays.py). Debug: in-process, one after
+another. A job that ends without a result file gets one written here, with its failure class and
+the log's last lines.
 """
 
 from __future__ import annotations

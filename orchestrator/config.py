@@ -227,7 +227,9 @@ class LauncherConfig:
     exclude: str | None = None
     """Slurm --exclude (nodes)."""
     array_parallelism: int = 256
-    """Most array tasks Slurm runs at once."""
+    """Most array tasks Slurm runs at once, over all the sweep's arrays together."""
+    max_array_size: int | None = None
+    """Most tasks per Slurm array; null: the cluster's MaxArraySize (`scontrol show config`)."""
     job_name: str = "orchestrator"
     """Slurm job name (not `__main__`)."""
     additional_parameters: Any = None
@@ -245,6 +247,7 @@ class LauncherConfig:
         check_min("launcher.time_min", self.time_min, 1)
         check_min("launcher.gpus_per_node", self.gpus_per_node, 0)
         check_min("launcher.array_parallelism", self.array_parallelism, 1)
+        check_min("launcher.max_array_size", self.max_array_size, 1)
 
 
 @dataclass

@@ -92,23 +92,28 @@ def gather(sweep_dir: Path) -> pd.DataFrame:
     return df
 
 
+# What makes a distributed row and its single-process `none` row the same model and settings.
+SCALING_KEYS = ("workload", "size", "task", "dtype", "mode", "dynamic", "batch_size", "seq_len")
+
+
 def add_scaling(df: pd.DataFrame) -> pd.DataFrame:
-    """Scaling efficiency of each distributed row against the `none` row of the same model and settings."""
+    """Scaling efficiency of each distributed row against the `none` row of the same model and settings
+    (none where that row is missing or not unique). One pass over plain tuples: linear in rows."""
     if "strategy" not in df or "compiled_tokens_per_s" not in df:
         return df
-    keys = [
-        k
-        for k in ("workload", "size", "task", "dtype", "mode", "dynamic", "batch_size", "seq_len")
-        if k in df
-    ]
-    single = df[df["strategy"] == "none"].set_index(keys)["compiled_samples_per_s"]
+    keys = [k for k in SCALING_KEYS if k in df]
+    cells = df[keys].astype(object)
+    rows = list(cells.where(cells.notna(), None).itertuples(index=False, name=None))
+    strategies, samples = df["strategy"].tolist(), df["compiled_samples_per_s"].tolist()
+    worlds = df["world_size"].tolist() if "world_size" in df else [1] * len(df)
+    single: dict[tuple, Any] = {}
+    for key, strategy, value in zip(rows, strategies, samples, strict=True):
+        if strategy == "none":
+            single[key] = None if key in single else value  # two `none` rows: no single baseline
     effs = []
-    for _, row in df.iterrows():
-        key = tuple(row[k] for k in keys)
-        base = single.get(key) if key in single.index else None
-        world = row.get("world_size") or 1
-        ok = base is not None and not isinstance(base, pd.Series) and base and row["strategy"] != "none"
-        effs.append(row["compiled_samples_per_s"] / (world * base) if ok else None)
+    for key, strategy, value, world in zip(rows, strategies, samples, worlds, strict=True):
+        base = single.get(key)
+        effs.append(value / ((world or 1) * base) if strategy != "none" and base else None)
     df["scaling_efficiency"] = effs
     return df
 

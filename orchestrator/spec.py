@@ -37,7 +37,7 @@ class JobSpec:
 
     @property
     def cfg(self) -> Config:
-        return to_job_config(self.config)
+        return checked_config(self.config)
 
     @property
     def label(self) -> str:
@@ -53,6 +53,22 @@ def to_job_config(container: dict[str, Any]) -> Config:
         raise
     except OmegaConfBaseException as e:
         raise ConfigError(omegaconf_message(e)) from None
+
+
+# Each section of Config and its dataclass (the field's default factory).
+_SECTIONS = {f.name: f.default_factory for f in dataclasses.fields(Config)}
+
+
+def checked_config(container: dict[str, Any]) -> Config:
+    """`to_job_config` for a composed container: the dataclasses built directly, in the order
+    OmegaConf builds them, so the same __post_init__ checks run; anything unexpected (an unknown
+    key, a wrong type) takes the full structured merge, which names it."""
+    try:
+        return Config(**{name: section(**container[name]) for name, section in _SECTIONS.items()})
+    except ConfigError:
+        raise
+    except Exception:  # the exact path below says what is wrong
+        return to_job_config(container)
 
 
 def omegaconf_message(e: OmegaConfBaseException) -> str:

@@ -3,8 +3,11 @@
 # without systemd. Everything lives under $SLURM_TEST_DIR (default /tmp/orchestrator-slurm):
 # config, state, logs and PID files; scripts/slurm-down.sh stops it by those PID files.
 # Settings that work without systemd: linuxproc, task/none (cgroup binding breaks gloo at exit), NoInAddrAny.
+# SLURM_MAX_ARRAY_SIZE sets MaxArraySize (default 1001, Slurm's); on a running cluster a changed
+# config is applied with `scontrol reconfigure`, so the same script also restores the default.
 set -euo pipefail
 DIR=${SLURM_TEST_DIR:-/tmp/orchestrator-slurm}
+MAX_ARRAY_SIZE=${SLURM_MAX_ARRAY_SIZE:-1001}
 [ "$(id -u)" = 0 ] || { echo "slurm-up: needs root" >&2; exit 3; }
 for bin in slurmctld slurmd munged sbatch; do
   command -v $bin >/dev/null || { echo "slurm-up: $bin not installed (scripts/system-deps.sh)" >&2; exit 3; }
@@ -20,6 +23,7 @@ fi
 # More CPU slots than cores (config_overrides): a hanging test job must not starve the others.
 cpus=$(( $(nproc) * 4 )); mem=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 1024 ))
 mkdir -p /etc/slurm
+old_conf=$(cat /etc/slurm/slurm.conf 2>/dev/null || true)
 cat > /etc/slurm/slurm.conf <<CONF
 ClusterName=orchestrator-test
 SlurmctldHost=localhost
@@ -48,6 +52,7 @@ KillWait=5
 OverTimeLimit=0
 InactiveLimit=0
 MinJobAge=600
+MaxArraySize=$MAX_ARRAY_SIZE
 MessageTimeout=20
 SchedulerParameters=sched_interval=2,bf_interval=2
 NodeName=localhost CPUs=$cpus RealMemory=$mem State=UNKNOWN
@@ -56,6 +61,8 @@ CONF
 if ! scontrol ping 2>/dev/null | grep -q UP; then
   slurmctld -c -i
   for _ in $(seq 100); do scontrol ping 2>/dev/null | grep -q UP && break; sleep 0.1; done
+elif [ "$old_conf" != "$(cat /etc/slurm/slurm.conf)" ]; then
+  scontrol reconfigure
 fi
 if ! [ -s "$DIR/run/slurmd.pid" ] || ! kill -0 "$(cat "$DIR/run/slurmd.pid")" 2>/dev/null; then
   slurmd
@@ -65,4 +72,4 @@ for _ in $(seq 100); do
 done
 scontrol update nodename=localhost state=resume >/dev/null 2>&1 || true
 sinfo -h -o "%P %T %D %c" | grep -qE 'idle|mixed|allocated' || { echo "slurm-up: node not ready" >&2; sinfo; exit 1; }
-echo "slurm up: $(sinfo -h -o '%P %T %c CPUs')"
+echo "slurm up: $(sinfo -h -o '%P %T %c CPUs'), $(scontrol show config | grep -o 'MaxArraySize *= *[0-9]*')"

@@ -6,8 +6,12 @@ The cluster needs root and Debian's slurm/munge packages; without them these tes
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, TESTS, results, run_cli
@@ -180,3 +184,80 @@ def test_time_limit_requeues_then_records_timeout(timeout_sweep):
     log = next((timeout_sweep / "logs").glob("*/*_0_log.out")).read_text()
     assert log.count("Requeued job") == 1, "requeued once (launcher.max_requeues=1), then given up"
     assert "timed-out too many times" in log
+
+
+@pytest.fixture
+def max_array_size_5(cluster):
+    """The cluster with MaxArraySize=5 (scontrol reconfigure), restored to Slurm's default after."""
+    up = ["bash", str(ROOT / "scripts" / "slurm-up.sh")]
+    env = dict(os.environ, SLURM_MAX_ARRAY_SIZE="5")
+    proc = subprocess.run(up, capture_output=True, text=True, timeout=180, env=env)
+    assert proc.returncode == 0 and "MaxArraySize            = 5" in proc.stdout, proc.stdout + proc.stderr
+    yield
+    subprocess.run(up, capture_output=True, timeout=180, check=True)
+
+
+def counting_shims(tmp_path) -> tuple[dict, Path]:
+    """PATH wrappers that log each call of squeue, sacct and scontrol, then run the real one."""
+    shims, log = tmp_path / "shims", tmp_path / "calls.log"
+    shims.mkdir()
+    for name in ("squeue", "sacct", "scontrol"):
+        real = shutil.which(name)
+        (shims / name).write_text(f'#!/bin/sh\necho {name} >> {log}\nexec {real} "$@"\n')
+        (shims / name).chmod(0o755)
+    return {"PATH": f"{shims}:{os.environ['PATH']}"}, log
+
+
+def test_sweep_past_max_array_size_in_arrays_within_parallelism(max_array_size_5, tmp_path, fast):
+    """12 jobs, MaxArraySize=5, array_parallelism=2: three arrays of 4, never more than 2 running."""
+    env, log = counting_shims(tmp_path)
+    args = [*SLURM, "workload=block", "bench.task=infer", "compile.mode=eager"]
+    args += ["workload.batch_size=" + ",".join(map(str, range(1, 13))), "launcher.array_parallelism=2"]
+    args += [*fast, "sweep.report=false"]
+    cli = [sys.executable, "-m", "orchestrator", *args]
+    started = time.time()
+    output = (tmp_path / "out.txt").open("w")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **env)
+    proc = subprocess.Popen(cli, cwd=tmp_path, env=env, stdout=output, stderr=subprocess.STDOUT)
+    peak = 0
+    while proc.poll() is None:  # the real squeue, not the counted one
+        running = subprocess.run(
+            ["/usr/bin/squeue", "-h", "-r", "-t", "R", "-n", "orchestrator", "-o", "%i"],
+            capture_output=True,
+            text=True,
+        )
+        peak = max(peak, len(running.stdout.split()))
+        time.sleep(0.5)
+    wall = time.time() - started
+    out = (tmp_path / "out.txt").read_text()
+    assert proc.returncode == 0, out
+    sweep_dir = tmp_path / "sweeps" / "default"
+    found = results(sweep_dir)
+    assert len(found) == 12 and all(r["status"] == "ok" for r in found.values()), out
+    ids = [j["job_id"] for j in json.loads((sweep_dir / "submitted.json").read_text())["jobs"].values()]
+    arrays = sorted({i.split("_")[0] for i in ids}, key=int)
+    assert len(arrays) == 3 and all(ids.count(f"{a}_{t}") == 1 for a in arrays for t in range(4)), ids
+    scripts = {p.parent.name.split("_")[0]: p.read_text() for p in sweep_dir.glob("logs/*/*_submission.sh")}
+    assert all("#SBATCH --array=0-3%1" in scripts[a] for a in arrays), "each array gets its share of 2"
+    assert f"#SBATCH --dependency=afterany:{arrays[0]}" in scripts[arrays[2]], "third array waits in lane 1"
+    assert 1 <= peak <= 2, f"{peak} tasks ran at once; launcher.array_parallelism=2"
+    calls = log.read_text().split()
+    # One squeue per poll (cached 2 s) whatever the number of jobs; no scontrol per job (all ended ok).
+    assert calls.count("squeue") <= wall / 2 + 5, (calls.count("squeue"), wall)
+    assert calls.count("scontrol") <= 1, "only `scontrol show config`, for MaxArraySize"
+
+
+def test_refused_sbatch_is_one_line_exit_2_and_resumable(cluster, tmp_path, fast):
+    args = [*SLURM, "workload=block", "bench.task=infer", "compile.mode=eager,default", *fast]
+    args += ["sweep.report=false"]
+    for _ in range(2):  # the same command again: the same one line, no leftovers in the way
+        proc = run_cli([*args, "launcher.partition=nope"], cwd=tmp_path, timeout=120)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert proc.stderr.strip().splitlines() == [
+            "error: Slurm refused array 1 of 1 (2 job(s)): sbatch: error: Batch job submission failed: "
+            "Invalid partition name specified; check launcher.partition=nope. 0 of 2 job(s) were queued "
+            "and keep running; fix the setting and re-run the same command to resume"
+        ], proc.stderr
+    proc = run_cli(args, cwd=tmp_path, timeout=300)  # the setting fixed: the sweep resumes and runs
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(results(tmp_path / "sweeps" / "default")) == 2

@@ -1,12 +1,11 @@
 """Submit job specs and wait for them with a live progress line; every spec ends with a result file.
 
 Local: one subprocess per job, at most `launcher.max_parallel` at once (one per GPU of this host).
-Slurm: the whole sweep as one array. Debug: in-process, one after another.
+Slurm: arrays of at most MaxArraySize (slurm_arrays.py). Debug: in-process, one after another.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from orchestrator.launch.executors import job_parameters, make_executor
 from orchestrator.launch.ledger import read_ledger, record_submitted
 from orchestrator.launch.slurm import QueueView, slurm_state
 from orchestrator.results import RESULT_FILE, read_result, write_json_atomic
+from orchestrator.slurm_arrays import submit_arrays
 from orchestrator.spec import JobSpec
 
 # Without Slurm accounting every poll would warn that sacct failed; the state comes from scontrol then.
@@ -65,15 +65,12 @@ class Runner:
         return Attempt(spec, job, time.time(), gpus)
 
     def submit_array(self, specs: list[JobSpec]) -> list[Attempt]:
-        """Slurm: one array for the whole sweep (jobs of one shape share parameters)."""
+        """Slurm: arrays of at most MaxArraySize, array_parallelism held across them (slurm_arrays)."""
         attempts: list[Attempt] = []
-        groups: dict[str, list[JobSpec]] = {}
-        for spec in specs:
-            groups.setdefault(json.dumps(job_parameters(spec, self.base), sort_keys=True), []).append(spec)
-        for key, group in groups.items():
-            self.executor.update_parameters(**json.loads(key))
-            with self.executor.batch():
-                jobs = [self.executor.submit(Worker(), spec) for spec in group]
+        arrays = submit_arrays(
+            self.executor, self.base.launcher, specs, lambda s: job_parameters(s, self.base), Worker()
+        )
+        for group, jobs in arrays:  # each array is recorded before the next is submitted
             for spec in group:
                 self._count_attempt(spec)
             record_submitted(self.sweep_dir, self.launcher, jobs, group)

@@ -29,7 +29,8 @@ def slurm_state(job_id: str, folder: Path) -> str:
 def slurm_queue() -> set[str] | None:
     """Ids of the jobs Slurm still holds, array tasks as `ID_TASK`; None if squeue fails."""
     try:
-        out = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True, timeout=30)
+        # -r: one line per array task (pending tasks are otherwise folded into `ID_[3-11%2]`).
+        out = subprocess.run(["squeue", "-h", "-r", "-o", "%i"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return set(out.stdout.split()) if out.returncode == 0 else None

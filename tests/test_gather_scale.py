@@ -1,0 +1,57 @@
+"""Gathering at scale: real-schema result files into the table, scaling efficiency in one pass."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pandas as pd
+from conftest import ROOT
+
+from orchestrator.results import add_scaling, gather, write_table
+
+sys.path.insert(0, str(ROOT / "benchmarks" / "scale"))
+from make_results import make_results  # noqa: E402
+
+
+def row(strategy: str, world: int, samples: float, **key) -> dict:
+    base = {"workload": "gpt", "size": "tiny", "task": "train", "dtype": "fp32", "mode": "default"}
+    return {
+        **base,
+        "dynamic": None,
+        **key,
+        "strategy": strategy,
+        "world_size": world,
+        "compiled_samples_per_s": samples,
+        "compiled_tokens_per_s": samples * 64,
+    }
+
+
+def test_scaling_efficiency_against_the_unique_none_row():
+    df = add_scaling(
+        pd.DataFrame(
+            [
+                row("none", 1, 100.0),
+                row("ddp", 2, 180.0),
+                row("fsdp", 4, 300.0),
+                row("ddp", 2, 150.0, size="small"),  # no `none` row of that size
+                row("none", 1, 50.0, mode="eager"),
+                row("none", 1, 60.0, mode="eager"),  # two baselines: ambiguous
+                row("ddp", 2, 100.0, mode="eager"),
+            ]
+        )
+    )
+    effs = df["scaling_efficiency"].tolist()
+    assert effs[1] == 180.0 / (2 * 100.0) and effs[2] == 300.0 / (4 * 100.0)
+    assert [e is None or math.isnan(e) for e in effs] == [True, False, False, True, True, True, True]
+
+
+def test_gather_a_thousand_real_schema_results(tmp_path):
+    sweep_dir = tmp_path / "s"
+    ids = make_results(1000, sweep_dir)
+    df = gather(sweep_dir)
+    assert df["job_id"].tolist() == ids, "rows in plan order"
+    assert {"speedup", "compile_s", "env_torch", "scaling_efficiency"} <= set(df.columns)
+    csv = write_table(sweep_dir, df)
+    assert csv.read_text().count("\n") == 1001
+    assert (sweep_dir / "results.jsonl").read_text().count("\n") == 1000

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import submitit
-from rich.console import Console
 
 from orchestrator.config import Config, ConfigError
+from orchestrator.console import make_console
 from orchestrator.launch import SUBMITTED_FILE, slurm_state
 from orchestrator.plan import compose_config, to_job_config
 from orchestrator.results import RESULT_FILE, read_plan, read_result, write_json_atomic
@@ -52,7 +52,7 @@ def status(args: list[str]) -> int:
     sweep_dir = _sweep_dir(args, "status")
     submitted = _submitted(sweep_dir)
     plan = read_plan(sweep_dir)
-    console = Console(width=200)
+    console = make_console()
     counts: dict[str, int] = {}
     for job_id in sorted(set(plan) | set(submitted["jobs"])):
         result = read_result(sweep_dir / "jobs" / job_id)
@@ -101,7 +101,7 @@ def gather(args: list[str]) -> int:
             write_json_atomic(
                 job_dir / RESULT_FILE, failure_result(spec, None, status_, f"Slurm state {state}")
             )
-    return finish(sweep_dir, base, Console())
+    return finish(sweep_dir, base, make_console())
 
 
 def cancel(args: list[str]) -> int:

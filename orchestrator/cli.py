@@ -28,6 +28,14 @@ UNSUPPORTED = {
 }
 
 
+# Where the orchestrator's behaviour differs from a plain Hydra app's, its help says so.
+OWN_HELP = {
+    "version": "Show the orchestrator's and Hydra's versions and exit",
+    "hydra_help": "The same as --help",
+    "multirun": "Accepted, not needed: comma lists and +sweep=NAME already sweep",
+}
+
+
 def parser() -> argparse.ArgumentParser:
     """Hydra's parser (its flags, names and help strings), plus the orchestrator's own flags."""
     p = get_args_parser()
@@ -36,6 +44,7 @@ def parser() -> argparse.ArgumentParser:
     for action in p._actions:  # argparse keeps no public handle on an added action
         if action.dest == "version":
             action.version = f"orchestrator {_version('orchestrator')} (Hydra {_version('hydra-core')})"
+        action.help = OWN_HELP.get(action.dest, action.help)
     p.add_argument("--dry-run", action="store_true", help="Print the planned jobs and exit")
     p.add_argument(
         "--plain", action="store_true", help="Plain lines and a compact table (the default off a tty)"

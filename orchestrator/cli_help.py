@@ -14,6 +14,7 @@ usage: orchestrator [OVERRIDES...] [FLAGS]          run a sweep, e.g. +sweep=mod
        orchestrator compare BASE CAND [compare.KEY=VALUE ...]
 (`python -m orchestrator` is the same command.)"""
 
+WIDTH = 110  # of the help text
 COMMANDS = ("status", "gather", "cancel", "report", "compare")
 EXIT_CODES = "Exit codes: 0 all jobs ok, 1 some job failed (or a regression), 2 bad input, 130 interrupted."
 HIDDEN = {"run", "config_path", "config_name", "config_dir", "experimental_rerun", "overrides"}
@@ -21,6 +22,12 @@ COMPLETION = (
     'shell completion of the orchestrator command: eval "$(orchestrator -sc install=bash)" '
     "(zsh too; fish: orchestrator -sc install=fish | source; uninstall=SHELL removes it)"
 )
+
+
+def _wrap(text: str, head: str, indent: int | None = None) -> list[str]:
+    """`head` then `text`, wrapped at WIDTH under itself (or at `indent`)."""
+    pad = " " * (len(head) if indent is None else indent)
+    return textwrap.wrap(text, WIDTH, initial_indent=head, subsequent_indent=pad) or [head.rstrip()]
 
 
 def _first_line(text: str | None) -> str:
@@ -43,7 +50,7 @@ def flags_text(p: argparse.ArgumentParser) -> str:
             continue
         names = ", ".join(action.option_strings)
         text = COMPLETION if action.dest == "shell_completion" else str(action.help)
-        lines.append(f"  {names:<28} {text}")
+        lines += _wrap(text, f"  {names:<28} ")
     return "\n".join(lines)
 
 
@@ -73,12 +80,12 @@ def groups_text(overrides: list[str]) -> str:
         lines.append(f"  {group}:")
         for option in options:
             mark = "*" if choices.get(group) == option else " "
-            lines.append(f"    {option:<27}{mark} {description(group, option)}".rstrip())
+            lines += _wrap(description(group, option), f"    {option:<27}{mark} ")
     cfg = compose_config(overrides)
     lines.append("Config keys: KEY=VALUE sets one, KEY=A,B sweeps it; all of them with values: --cfg job")
     for section, node in cfg.items():
         keys = ", ".join(str(k) for k in node) if hasattr(node, "keys") else str(node)
-        lines += textwrap.wrap(keys, 110, initial_indent=f"  {section}: ", subsequent_indent=" " * 4)
+        lines += _wrap(keys, f"  {section}: ", indent=4)
     return "\n".join(lines)
 
 

@@ -39,7 +39,8 @@ def test_cfg_job_prints_the_composed_config_as_hydra_does(tmp_path, capsys):
     pkg = run_cli([*OVERRIDES, "-c", "job", "--package", "bench"], cwd=tmp_path, timeout=120)
     assert pkg.stdout == hydra_prints(capsys, OVERRIDES, "job", "bench")
     assert pkg.stdout.startswith("# @package bench\n") and "dtype: bf16" in pkg.stdout
-    leaf = run_cli([*OVERRIDES, "--cfg", "job", "-p", "workload.size", "--resolve"], cwd=tmp_path, timeout=120)
+    leaf_args = [*OVERRIDES, "--cfg", "job", "-p", "workload.size", "--resolve"]
+    leaf = run_cli(leaf_args, cwd=tmp_path, timeout=120)
     assert leaf.stdout == "small\n"
 
 
@@ -79,7 +80,8 @@ def test_help_lists_commands_flags_and_the_groups_of_conf(tmp_path):
     assert help_groups(text) == conf_groups()
     for command in ("status", "gather", "cancel", "report", "compare"):
         assert f"\n  {command} " in text
-    for flag in ("--cfg, -c", "--package, -p", "--resolve", "--info, -i", "--shell-completion, -sc", "--plain"):
+    flags = ("--cfg, -c", "--package, -p", "--resolve", "--info, -i", "--shell-completion, -sc", "--plain")
+    for flag in flags:
         assert flag in text
     assert "  compile: mode, dynamic, fullgraph, backend, cache" in text, "keys of the composed config"
     # The default option of each group is marked, as composed from conf/config.yaml.
@@ -116,7 +118,10 @@ def test_shell_completion_answers_from_conf(tmp_path):
     "args,message",
     [
         (["--cfg", "jobs"], "argument --cfg/-c: invalid choice: 'jobs' (choose from 'job', 'hydra', 'all')"),
-        (["--cfg", "job", "--package", "nope"], "--package nope is not in the job config; choose one of: workload"),
+        (
+            ["-c", "job", "--package", "nope"],
+            "--package nope is not in the job config; choose one of: workload",
+        ),
         (["--frobnicate"], "unrecognized arguments: --frobnicate"),
         (["--config-dir", "x"], "--config-dir: set ORCHESTRATOR_CONF=DIR"),
         (["-sc", "install=tcsh"], "SHELL is one of: bash, zsh, fish (got install=tcsh)"),

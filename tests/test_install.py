@@ -30,14 +30,21 @@ def venv(tmp_path_factory) -> Path:
             shutil.copy(ROOT / name, src / name)
     env_dir = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", env_dir], check=True, timeout=120)
-    site = Path(
-        subprocess.check_output([env_dir / "bin/python", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"])
-        .decode()
-        .strip()
-    )
+    where = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    site = Path(subprocess.check_output([env_dir / "bin/python", "-c", where], text=True).strip())
     (site / "deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
     subprocess.run(
-        [env_dir / "bin/python", "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-build-isolation", src],
+        [
+            env_dir / "bin/python",
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            "--no-build-isolation",
+        ]
+        + [str(src)],
         check=True,
         capture_output=True,
         timeout=300,
@@ -70,8 +77,8 @@ def test_bash_completion_of_the_installed_command(venv, tmp_path):
     """Hydra's bash script, installed with `eval`, asks the command and fills COMPREPLY."""
     bash = (
         'eval "$(orchestrator -sc install=bash)"; '
-        'COMP_LINE="orchestrator compile.mo"; COMP_POINT=${#COMP_LINE}; COMP_WORDS=(orchestrator compile.mo); '
-        'COMP_CWORD=1; hydra_bash_completion; echo "${COMPREPLY[@]}"'
+        'COMP_LINE="orchestrator compile.mo"; COMP_POINT=${#COMP_LINE}; '
+        'COMP_WORDS=(orchestrator compile.mo); COMP_CWORD=1; hydra_bash_completion; echo "${COMPREPLY[@]}"'
     )
     proc = run(venv, ["bash", "-c", bash], tmp_path)
     assert proc.returncode == 0, proc.stderr

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import tempfile
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -170,29 +171,37 @@ def table_cells(
     return columns, rows, caption
 
 
-def plain_table(columns: list[tuple[str, str]], rows: list[list[str]], width: int = PLAIN_WIDTH) -> list[str]:
-    """Columns apart by two spaces, narrowed to `width`: long cells cut, then figures left out."""
-    rows = [[c if len(c) <= CELL_WIDTH else c[: CELL_WIDTH - 3] + "..." for c in r] for r in rows]
-    keep = list(range(len(columns)))
+def _cut(cell: str, cap: int) -> str:
+    return cell if len(cell) <= cap else cell[: cap - 3] + "..."
 
-    def render(idx: list[int]) -> list[str]:
-        widths = [max(len(columns[i][1]), *(len(r[i]) for r in rows)) for i in idx]
-        numeric = [all(r[i][:1].isdigit() or r[i] == "-" for r in rows) for i in idx]
+
+def plain_table(columns: list[tuple[str, str]], rows: list[list[str]], width: int = PLAIN_WIDTH) -> list[str]:
+    """Columns apart by two spaces, narrowed to `width`: figures left out (least needed first),
+    then long cells cut shorter, until it fits."""
+    keep, cap = list(range(len(columns))), CELL_WIDTH
+
+    def render() -> list[str]:
+        cut = [[_cut(c, cap) for c in r] for r in rows]
+        widths = [max(len(columns[i][1]), *(len(r[i]) for r in cut)) for i in keep]
+        numeric = [all(r[i][:1].isdigit() or r[i] == "-" for r in cut) for i in keep]
         lines = []
-        for cells in [[h for _, h in columns], *rows]:
+        for cells in [[h for _, h in columns], *cut]:
             parts = [
-                (cells[i].rjust(w) if num else cells[i].ljust(w))
-                for i, w, num in zip(idx, widths, numeric, strict=True)
+                c.rjust(w) if num else c.ljust(w)
+                for c, w, num in zip([cells[i] for i in keep], widths, numeric, strict=True)
             ]
             lines.append("  ".join(parts).rstrip())
         return lines
 
-    lines = render(keep)
-    for key in DROP_ORDER:
-        if max(map(len, lines)) <= width:
-            break
-        keep = [i for i in keep if columns[i][0] != key]
-        lines = render(keep)
+    lines = render()
+    drop = [k for k in DROP_ORDER if k in {c[0] for c in columns}]
+    while max(map(len, lines)) > width and (drop or cap > 8):
+        if drop:
+            key = drop.pop(0)
+            keep = [i for i in keep if columns[i][0] != key]
+        else:
+            cap -= 4
+        lines = render()
     left_out = [h for i, (_, h) in enumerate(columns) if i not in keep]
     return lines + (
         [f"(left out to fit {width} columns: {', '.join(left_out)}; see results.csv)"] if left_out else []
@@ -214,8 +223,8 @@ def print_table(
         for _, row in failed.iterrows()
     ]
     if not console.is_terminal:
-        head = f"{title}: {len(df)} job(s)" + (f"; {caption}" if caption else "")
-        for line in [head, *plain_table(columns, rows), *notes]:
+        head = textwrap.wrap(f"{title}: {len(df)} job(s)" + (f"; {caption}" if caption else ""), PLAIN_WIDTH)
+        for line in [*head, *plain_table(columns, rows), *notes]:
             console.print(line[:PLAIN_WIDTH], markup=False, highlight=False)
         return
     table = Table(title=title, caption=caption or None)

@@ -34,6 +34,11 @@ def sig(value: Any, digits: int = 3) -> str:
     return f"{x:.{decimals}f}"
 
 
+def ci_text(low: Any, high: Any) -> str:
+    """A confidence interval as `low-high`, each to 3 significant digits; '-' if either is absent."""
+    return f"{sig(low)}-{sig(high)}" if present(low) and present(high) else "-"
+
+
 def present(value: Any) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 

@@ -139,11 +139,10 @@ def write_table(sweep_dir: Path, df: pd.DataFrame) -> Path:
 
 def format_cell(row: pd.Series, key: str) -> str:
     """A table cell: numbers to 3 significant digits, counts as integers, '-' when absent."""
-    from orchestrator.present import axis_text, present, sig
+    from orchestrator.present import axis_text, ci_text, present, sig
 
     if key == "speedup_ci":
-        low, high = row.get("speedup_ci_low"), row.get("speedup_ci_high")
-        return f"{sig(low)}-{sig(high)}" if present(low) and present(high) else "-"
+        return ci_text(row.get("speedup_ci_low"), row.get("speedup_ci_high"))
     value = row.get(key)
     if not present(value):
         return "-"

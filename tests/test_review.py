@@ -8,21 +8,9 @@ import struct
 import subprocess
 
 import pytest
+from browser import CHROME_FLAGS, CHROMIUM
 from conftest import TESTS, results, run_cli
 from wandb_files import read_run
-
-CHROMIUM = shutil.which("chromium")
-CHROME_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--virtual-time-budget=15000",
-]
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +92,7 @@ def test_dashboard_renders_in_headless_chromium(review_sweep, tmp_path):
     assert errors.split(">", 1)[1].strip() == "", f"JS errors: {errors}"
     assert dom.count("<tr") >= 4 and "planted failure in forward" in dom
     assert 'id="reasons"' in dom and "user_models.py:" in dom, "graph-break reasons with places"
-    assert "Speedup compiled vs eager" in dom and "recompiles over the shape schedule" in dom
+    assert "Speedup compiled vs eager" in dom and "Recompiles over the shape schedule" in dom
 
     shot = tmp_path / "dashboard.png"
     subprocess.run(

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from orchestrator.present import COMPILE_COLUMNS, in_mode_order, join_values, model_columns, with_axes
+from orchestrator.present import (
+    COMPILE_COLUMNS,
+    ci_text,
+    in_mode_order,
+    join_values,
+    model_columns,
+    with_axes,
+)
 from orchestrator.report import figures
 from orchestrator.report.page import asset, grid, html_table, links, results_columns
 from orchestrator.report.summary import aggregates, best_per_model
@@ -34,6 +41,8 @@ def prepare(df: pd.DataFrame, sweep_dir: Path) -> tuple[pd.DataFrame, list[str]]
     model = [c for c in ("workload", "size") if c in df]
     df["x_label"] = join_values(df, x_axes or model, " · ")
     df["job_label"] = join_values(df, swept, " · ") if swept else df["job_id"]
+    low, high = (df.get(c, pd.Series(None, index=df.index)) for c in ("speedup_ci_low", "speedup_ci_high"))
+    df["ci"] = [ci_text(lo, hi) for lo, hi in zip(low, high, strict=True)]
     _unique(df, "x_label", ["mode"])
     _unique(df, "job_label", [])
     return links(in_mode_order(df, df["x_label"]), sweep_dir), swept
@@ -94,7 +103,7 @@ def write_dashboard(sweep_dir: Path, df: pd.DataFrame, compare: pd.DataFrame | N
     sections = [
         _section(
             f"Best compiled setting per model ({' '.join(models) or 'all jobs'})",
-            grid("best", best, best_cols),
+            grid("best", best, best_cols, page_size=15),
             "The fastest compiled setting of each model among its jobs that finished ok, with that job's "
             "speedup, 95% CI, compile cost and break-even steps; 'within noise' when the CI spans 1.",
         )

@@ -104,9 +104,8 @@ def _sample(frame: pd.DataFrame, cap: int) -> tuple[pd.DataFrame, str]:
     if len(frame) <= cap:
         return frame, ""
     step = -(-len(frame) // cap)
-    return frame.iloc[
-        ::step
-    ], f" Showing every {step}th of {len(frame)} jobs ({-(-len(frame) // step)} points)."
+    shown = frame.iloc[::step]
+    return shown, f" Showing {len(shown)} of {len(frame)} jobs (one in every {step}, in table order)."
 
 
 def compile_chart(ok: pd.DataFrame) -> Chart:

@@ -64,7 +64,13 @@ def _json_value(value: object) -> object:
     return value if isinstance(value, int) else float(f"{value:.4g}")
 
 
-def grid(table_id: str, df: pd.DataFrame, columns: list[tuple[str, str, bool]], hash_key: str = "") -> str:
+def grid(
+    table_id: str,
+    df: pd.DataFrame,
+    columns: list[tuple[str, str, bool]],
+    hash_key: str = "",
+    page_size: int = PAGE_SIZE,
+) -> str:
     """A paged, filterable, sortable table (page.js) over every row of df: (key, header, shown) columns."""
     columns = [c for c in columns if c[0] in df]
     numeric = {k for k, _, _ in columns if pd.api.types.is_numeric_dtype(df[k]) and df[k].dtype != bool}
@@ -76,7 +82,7 @@ def grid(table_id: str, df: pd.DataFrame, columns: list[tuple[str, str, bool]], 
         "rows": [
             [_json_value(v) for v in row] for row in df[[k for k, _, _ in columns]].itertuples(index=False)
         ],
-        "page_size": PAGE_SIZE,
+        "page_size": page_size,
         "more": any(not main for _, _, main in columns),
     }
     data = json.dumps(spec, separators=(",", ":"), default=str).replace("</", "<\\/")

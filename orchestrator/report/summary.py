@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from orchestrator.present import axis_text, mode_rank, present, sig
+from orchestrator.present import axis_text, ci_text, mode_rank, present
 
 AGGREGATE_AXES = ("mode", "size", "dtype", "task", "strategy", "dynamic")
 
@@ -39,7 +39,7 @@ def best_per_model(df: pd.DataFrame, model_cols: list[str], setting_cols: list[s
                     axis_text(best[c]) if c == "mode" else f"{c}={axis_text(best[c])}" for c in setting_cols
                 ),
                 "speedup": best["speedup"],
-                "95% CI": f"{sig(low)}-{sig(high)}" if present(low) and present(high) else "-",
+                "95% CI": ci_text(low, high),
                 "compile s": best.get("compile_s"),
                 "break-even steps": best.get("break_even_steps"),
                 "verdict": _verdict(low, high),

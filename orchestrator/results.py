@@ -181,7 +181,7 @@ def plain_table(columns: list[tuple[str, str]], rows: list[list[str]], width: in
 
     def render() -> list[str]:
         cut = [[_cut(c, cap) for c in r] for r in rows]
-        widths = [max(len(columns[i][1]), *(len(r[i]) for r in cut)) for i in keep]
+        widths = [max([len(columns[i][1]), *(len(r[i]) for r in cut)]) for i in keep]
         numeric = [all(r[i][:1].isdigit() or r[i] == "-" for r in cut) for i in keep]
         lines = []
         for cells in [[h for _, h in columns], *cut]:

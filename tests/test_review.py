@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import struct
 import subprocess
 
 import pytest
-from browser import CHROME_FLAGS, CHROMIUM
+from browser import CHROME_FLAGS, CHROMIUM, screenshot
 from conftest import TESTS, results, run_cli
 from wandb_files import read_run
 
@@ -95,22 +94,8 @@ def test_dashboard_renders_in_headless_chromium(review_sweep, tmp_path):
     assert "Speedup compiled vs eager" in dom and "Recompiles over the shape schedule" in dom
 
     shot = tmp_path / "dashboard.png"
-    subprocess.run(
-        [
-            CHROMIUM,
-            *CHROME_FLAGS,
-            f"--user-data-dir={tmp_path / 'p2'}",
-            "--window-size=1280,2000",
-            f"--screenshot={shot}",
-            url,
-        ],
-        capture_output=True,
-        timeout=120,
-        check=True,
-    )
+    assert screenshot(url, shot, tmp_path / "p2", 1280, 2000) == (1280, 2000)
     png = shot.read_bytes()
-    width, height = struct.unpack(">II", png[16:24])
-    assert png[:8] == b"\x89PNG\r\n\x1a\n" and (width, height) == (1280, 2000)
     assert len(png) > 60_000, "a blank page compresses to a few KB; charts and tables do not"
 
 

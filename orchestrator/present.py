@@ -86,11 +86,10 @@ def with_axes(df: pd.DataFrame, plan: dict[str, dict]) -> tuple[pd.DataFrame, li
                 {jid: axis_text(j.get("axes", {}).get(key)) for jid, j in plan.items()}
             )
         swept.append(name)
-    # Without a plan (or beyond it), a model column that varies is an axis too.
-    for column in (*MODEL_KEYS, *COMPILE_COLUMNS):
-        if column in df and column not in swept and df[column].map(axis_text).nunique() > 1:
-            swept.append(column)
-    return df, swept
+    # Without a plan (or beyond it), a model column that varies is an axis too; an axis of one value
+    # (a preset's `workload.size: tiny`) labels nothing.
+    swept += [c for c in (*MODEL_KEYS, *COMPILE_COLUMNS) if c in df and c not in swept]
+    return df, [c for c in swept if df[c].map(axis_text).nunique() > 1]
 
 
 def model_columns(df: pd.DataFrame, swept: list[str]) -> list[str]:

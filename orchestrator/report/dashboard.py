@@ -40,7 +40,7 @@ def prepare(df: pd.DataFrame, sweep_dir: Path) -> tuple[pd.DataFrame, list[str]]
     x_axes = [c for c in swept if c != "mode"]
     model = [c for c in ("workload", "size") if c in df]
     df["x_label"] = join_values(df, x_axes or model, " · ")
-    df["job_label"] = join_values(df, swept, " · ") if swept else df["job_id"]
+    df["job_label"] = join_values(df, swept, " · ") if swept else df["mode"]
     low, high = (df.get(c, pd.Series(None, index=df.index)) for c in ("speedup_ci_low", "speedup_ci_high"))
     df["ci"] = [ci_text(lo, hi) for lo, hi in zip(low, high, strict=True)]
     _unique(df, "x_label", ["mode"])

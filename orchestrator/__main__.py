@@ -1,11 +1,9 @@
-"""Command line.
+"""Command line: `orchestrator ...` (the console script) or `python -m orchestrator ...`.
 
-    python -m orchestrator [OVERRIDES...]          run a sweep (e.g. +sweep=modes workload.size=tiny,small)
-    python -m orchestrator status DIR              state of a sweep's jobs (detached Slurm sweeps too)
-    python -m orchestrator gather DIR              results table of a sweep directory
-    python -m orchestrator cancel DIR              cancel a sweep's unfinished jobs
-    python -m orchestrator report DIR              (re)write the dashboard of a sweep directory
-    python -m orchestrator compare BASE CAND [compare.KEY=VALUE ...]   regressions; exit 1 if any
+    orchestrator [OVERRIDES...]          run a sweep (e.g. +sweep=modes workload.size=tiny,small)
+    orchestrator --cfg job|hydra|all     the composed config, as Hydra prints it (--package, --resolve)
+    orchestrator --help                  commands, flags, config groups and keys (read from conf/)
+    orchestrator status|gather|cancel|report DIR ; orchestrator compare BASE CAND
 
 Exit codes: 0 all jobs ok, 1 some job failed (or a regression), 2 bad input, 130 interrupted.
 """
@@ -14,24 +12,27 @@ from __future__ import annotations
 
 import sys
 
+from orchestrator.cli_help import COMMANDS
 from orchestrator.config import ConfigError
-
-COMMANDS = ("status", "gather", "cancel", "report", "compare")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] in ("-h", "--help"):
-        print(__doc__)
-        return 0
     try:
         if args and args[0] in COMMANDS:
             from orchestrator import sweep_commands
+            from orchestrator.console import set_plain
 
-            return getattr(sweep_commands, args[0])(args[1:])
-        from orchestrator.sweep import run_sweep
+            if {"-h", "--help"} & set(args[1:]):
+                from orchestrator.cli_help import command_help
 
-        return run_sweep(args)
+                print(command_help(args[0]))
+                return 0
+            set_plain("--plain" in args)
+            return getattr(sweep_commands, args[0])([a for a in args[1:] if a != "--plain"])
+        from orchestrator.cli import run
+
+        return run(args)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

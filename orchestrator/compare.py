@@ -6,11 +6,11 @@ import math
 from pathlib import Path
 
 import pandas as pd
-from rich.console import Console
 from rich.table import Table
 
 from orchestrator.config import CompareConfig, ConfigError
-from orchestrator.results import gather
+from orchestrator.console import make_console
+from orchestrator.results import gather, plain_table
 
 # (column, threshold field, direction): +1 flags a rise, -1 a fall, relative to the baseline.
 # Compile time is gated on the cold figure (a private, empty cache): the one that job order cannot move.
@@ -125,16 +125,23 @@ def run_compare(base_dir: Path, cand_dir: Path, th: CompareConfig) -> int:
     findings = compare_tables(base, cand, th)
     findings.to_csv(cand_dir / "compare.csv", index=False)
     write_dashboard(cand_dir, cand, compare=findings)
-    console = Console(width=200)
+    console = make_console()
     matched = len(common)
-    table = Table(title=f"compare {cand_dir.name} against {base_dir.name}: {matched} job(s) matched")
-    for col in findings.columns:
-        table.add_column(col)
+    title = f"compare {cand_dir.name} against {base_dir.name}: {matched} job(s) matched"
+    rows = []
     for _, row in findings.iterrows():
         change = f"{row['change']:+.1%}" if _num(row["change"]) is not None else "-"
-        cells = [_show(row[k]) if k != "change" else change for k in findings.columns]
-        table.add_row(*cells, style="red" if row["regression"] else None)
-    console.print(table)
+        rows.append([_show(row[k]) if k != "change" else change for k in findings.columns])
+    if not console.is_terminal:  # CI logs: plain lines, at most 160 wide
+        for line in [title, *plain_table([(c, c) for c in findings.columns], rows)]:
+            console.print(line, markup=False)
+    else:
+        table = Table(title=title)
+        for col in findings.columns:
+            table.add_column(col)
+        for cells, regression in zip(rows, findings["regression"], strict=True):
+            table.add_row(*cells, style="red" if regression else None)
+        console.print(table)
     n = int(findings["regression"].sum()) if len(findings) else 0
     console.print(f"[red]{n} regression(s)[/red]" if n else "[green]no regressions[/green]")
     return 1 if n else 0

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import tempfile
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -14,25 +15,31 @@ import pandas as pd
 RESULT_FILE = "result.json"
 PLAN_FILE = "plan.json"
 
-# Columns of the printed table: (result key, header, format).
-TABLE_COLUMNS = [
-    ("workload", "workload", "{}"),
-    ("size", "size", "{}"),
-    ("task", "task", "{}"),
-    ("dtype", "dtype", "{}"),
-    ("mode", "mode", "{}"),
-    ("dynamic", "dynamic", "{}"),
-    ("strategy", "parallel", "{}"),
-    ("compile_s", "compile s", "{:.2f}"),
-    ("eager_ms", "eager ms", "{:.2f}"),
-    ("compiled_ms", "compiled ms", "{:.2f}"),
-    ("speedup", "speedup", "{:.3f}"),
-    ("speedup_ci", "95% CI", "{}"),
-    ("parity_ok", "parity", "{}"),
-    ("graph_breaks", "breaks", "{:.0f}"),
-    ("dyn_recompiles", "recompiles", "{:.0f}"),
-    ("status", "status", "{}"),
+# Columns of the printed table: (result key, header). Settings first, then the figures.
+SETTING_COLUMNS = [
+    ("workload", "workload"),
+    ("size", "size"),
+    ("task", "task"),
+    ("dtype", "dtype"),
+    ("mode", "mode"),
+    ("dynamic", "dynamic"),
+    ("strategy", "parallel"),
 ]
+FIGURE_COLUMNS = [
+    ("compile_s", "compile s"),
+    ("eager_ms", "eager ms"),
+    ("compiled_ms", "compiled ms"),
+    ("speedup", "speedup"),
+    ("speedup_ci", "95% CI"),
+    ("parity_ok", "parity"),
+    ("graph_breaks", "breaks"),
+    ("dyn_recompiles", "recompiles"),
+    ("status", "status"),
+]
+# Plain output: no line longer than this; the figures least needed go first when it would be.
+PLAIN_WIDTH = 160
+DROP_ORDER = ("dyn_recompiles", "graph_breaks", "parity_ok", "eager_ms", "compiled_ms", "compile_s")
+CELL_WIDTH = 36
 
 
 def _clean(value: Any) -> Any:
@@ -135,39 +142,101 @@ def write_table(sweep_dir: Path, df: pd.DataFrame) -> Path:
     return csv
 
 
-def format_cell(row: pd.Series, key: str, fmt: str) -> str:
+def format_cell(row: pd.Series, key: str) -> str:
+    """A table cell: numbers to 3 significant digits, counts as integers, '-' when absent."""
+    from orchestrator.present import axis_text, ci_text, present, sig
+
     if key == "speedup_ci":
-        low, high = row.get("speedup_ci_low"), row.get("speedup_ci_high")
-        return f"{low:.3f}-{high:.3f}" if _present(low) and _present(high) else "-"
+        return ci_text(row.get("speedup_ci_low"), row.get("speedup_ci_high"))
     value = row.get(key)
-    if not _present(value):
+    if not present(value):
         return "-"
-    try:
-        return fmt.format(value)
-    except (ValueError, TypeError):
-        return str(value)
+    if key in ("graph_breaks", "dyn_recompiles"):
+        return f"{value:.0f}"
+    return sig(value) if isinstance(value, int | float) and not isinstance(value, bool) else axis_text(value)
 
 
-def _present(value: Any) -> bool:
-    return value is not None and not (isinstance(value, float) and math.isnan(value))
+def table_cells(
+    df: pd.DataFrame, plan: dict[str, dict]
+) -> tuple[list[tuple[str, str]], list[list[str]], str]:
+    """(columns, rows of cells, caption): swept axes as columns; settings all rows share go in the caption."""
+    from orchestrator.present import in_mode_order, join_values, with_axes
+
+    df, swept = with_axes(df, plan)
+    df = in_mode_order(df, join_values(df, [c for c in swept if c != "mode"]))
+    settings = SETTING_COLUMNS + [(c, c) for c in swept if c not in {k for k, _ in SETTING_COLUMNS}]
+    cells = {k: [format_cell(row, k) for _, row in df.iterrows()] for k, _ in settings + FIGURE_COLUMNS}
+    shared = [(k, h) for k, h in settings if len(df) > 1 and len(set(cells[k])) == 1]
+    columns = [c for c in settings + FIGURE_COLUMNS if c not in shared]
+    # Leave out figures with nothing to say in this sweep (e.g. recompiles without a shape schedule).
+    columns = [(k, h) for k, h in columns if any(c != "-" for c in cells[k]) or k == "status"]
+    rows = [[cells[k][i] for k, _ in columns] for i in range(len(df))]
+    caption = " ".join(f"{h}={cells[k][0]}" for k, h in shared if cells[k][0] != "-")
+    return columns, rows, caption
 
 
-def print_table(df: pd.DataFrame, title: str) -> None:
+def _cut(cell: str, cap: int) -> str:
+    return cell if len(cell) <= cap else cell[: cap - 3] + "..."
+
+
+def plain_table(columns: list[tuple[str, str]], rows: list[list[str]], width: int = PLAIN_WIDTH) -> list[str]:
+    """Columns apart by two spaces, narrowed to `width`: figures left out (least needed first),
+    then long cells cut shorter, until it fits."""
+    keep, cap = list(range(len(columns))), CELL_WIDTH
+
+    def render() -> list[str]:
+        cut = [[_cut(c, cap) for c in r] for r in rows]
+        widths = [max([len(columns[i][1]), *(len(r[i]) for r in cut)]) for i in keep]
+        numeric = [all(r[i][:1].isdigit() or r[i] == "-" for r in cut) for i in keep]
+        lines = []
+        for cells in [[h for _, h in columns], *cut]:
+            parts = [
+                c.rjust(w) if num else c.ljust(w)
+                for c, w, num in zip([cells[i] for i in keep], widths, numeric, strict=True)
+            ]
+            lines.append("  ".join(parts).rstrip())
+        return lines
+
+    lines = render()
+    drop = [k for k in DROP_ORDER if k in {c[0] for c in columns}]
+    while max(map(len, lines)) > width and (drop or cap > 8):
+        if drop:
+            key = drop.pop(0)
+            keep = [i for i in keep if columns[i][0] != key]
+        else:
+            cap -= 4
+        lines = render()
+    left_out = [h for i, (_, h) in enumerate(columns) if i not in keep]
+    return lines + (
+        [f"(left out to fit {width} columns: {', '.join(left_out)}; see results.csv)"] if left_out else []
+    )
+
+
+def print_table(
+    df: pd.DataFrame, title: str, console: Any = None, plan: dict[str, dict] | None = None
+) -> None:
+    """The results table: rich on a terminal, plain lines (at most PLAIN_WIDTH wide) otherwise."""
     from rich.console import Console
     from rich.table import Table
 
-    console = Console() if Console().is_terminal else Console(width=200)
-    table = Table(title=title)
-    columns = [(k, h, f) for k, h, f in TABLE_COLUMNS if k in df or k == "speedup_ci"]
-    # Leave out columns with nothing to say in this sweep (e.g. recompiles without a shape schedule).
-    columns = [c for c in columns if any(format_cell(row, c[0], c[2]) != "-" for _, row in df.iterrows())]
-    for _, header, _ in columns:
-        table.add_column(header, overflow="fold")
-    for _, row in df.iterrows():
-        cells = [format_cell(row, k, f) for k, _, f in columns]
-        style = None if row.get("status") == "ok" else "red"
-        table.add_row(*cells, style=style)
-    console.print(table)
+    console = console or Console()
+    columns, rows, caption = table_cells(df, plan or {})
     failed = df[df["status"] != "ok"] if "status" in df else df.iloc[0:0]
-    for _, row in failed.iterrows():
-        console.print(f"[red]{row['job_id']} {row['status']}[/red]: {row.get('error')}")
+    notes = [
+        f"{row['job_id']} {row['status']}: {str(row.get('error')).splitlines()[0]}"
+        for _, row in failed.iterrows()
+    ]
+    if not console.is_terminal:
+        head = textwrap.wrap(f"{title}: {len(df)} job(s)" + (f"; {caption}" if caption else ""), PLAIN_WIDTH)
+        for line in [*head, *plain_table(columns, rows), *notes]:
+            console.print(line[:PLAIN_WIDTH], markup=False, highlight=False)
+        return
+    table = Table(title=title, caption=caption or None)
+    for _, header in columns:
+        table.add_column(header, overflow="fold")
+    status_at = [k for k, _ in columns].index("status")
+    for cells in rows:
+        table.add_row(*cells, style=None if cells[status_at] == "ok" else "red")
+    console.print(table)
+    for note in notes:
+        console.print(note, style="red", markup=False)

@@ -14,12 +14,14 @@ from rich.console import Console
 
 from orchestrator.checks import check_plan, check_sweep_dir
 from orchestrator.config import Config, ConfigError
+from orchestrator.console import make_console
 from orchestrator.launch import Runner, sbatch_script, stop_orphans
 from orchestrator.plan import Plan, build_plan
 from orchestrator.results import (
     PLAN_FILE,
     gather,
     print_table,
+    read_plan,
     read_result,
     write_json_atomic,
     write_table,
@@ -66,7 +68,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def run_sweep(args: list[str]) -> int:
-    console = Console()
+    console = make_console()
     if any(a in MULTIRUN_FLAGS for a in args):
         console.print("[yellow]note: -m is not needed; comma lists and +sweep=NAME already sweep[/yellow]")
         args = [a for a in args if a not in MULTIRUN_FLAGS]
@@ -121,6 +123,8 @@ def _run(plan: Plan, console: Console) -> int:
         console.print(f"submitted {len(todo)} job(s); later: python -m orchestrator status {plan.sweep_dir}")
         return 0
     runner.run(todo)
+    if not console.is_terminal:
+        console.line()  # rich's Live ends its last status line without a newline off a terminal
     return finish(plan.sweep_dir, base, console, wanted={j.job_id for j in plan.jobs})
 
 
@@ -133,7 +137,7 @@ def finish(sweep_dir: Path, base: Config, console: Console, wanted: set[str] | N
         console.print("no results")
         return 1
     csv = write_table(sweep_dir, df)
-    print_table(df, f"sweep {base.sweep.name}")
+    print_table(df, f"sweep {base.sweep.name}", console, read_plan(sweep_dir))
     console.print(f"results: {csv}")
     if base.sweep.report:
         from orchestrator.report import write_dashboard

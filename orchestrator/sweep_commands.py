@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import submitit
-from rich.console import Console
 
 from orchestrator.config import Config, ConfigError
+from orchestrator.console import make_console
 from orchestrator.failures import from_scheduler_state
 from orchestrator.launch.ledger import read_ledger
 from orchestrator.launch.slurm import slurm_state
@@ -49,7 +49,7 @@ def status(args: list[str]) -> int:
     sweep_dir = _sweep_dir(args, "status")
     submitted = read_ledger(sweep_dir)
     plan = read_plan(sweep_dir)
-    console = Console(width=200)
+    console = make_console()
     counts: dict[str, int] = {}
     for job_id in sorted(set(plan) | set(submitted["jobs"])):
         result = read_result(sweep_dir / "jobs" / job_id)
@@ -89,7 +89,7 @@ def gather(args: list[str]) -> int:
         config = OmegaConf.to_container(OmegaConf.load(job_dir / "config.yaml"))
         spec = JobSpec(job_id, plan.get(job_id, {}).get("axes", {}), config, str(sweep_dir))  # type: ignore[arg-type]
         write_json_atomic(job_dir / RESULT_FILE, failure_result(spec, None, status_, f"Slurm state {state}"))
-    return finish(sweep_dir, base, Console())
+    return finish(sweep_dir, base, make_console())
 
 
 def cancel(args: list[str]) -> int:

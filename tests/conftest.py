@@ -57,3 +57,29 @@ def results(sweep_dir: Path) -> dict[str, dict]:
 
 def by_label(sweep_dir: Path) -> dict[str, dict]:
     return {r["label"]: r for r in results(sweep_dir).values()}
+
+
+@pytest.fixture(scope="session")
+def initargs_sweep(tmp_path_factory, compile_cache) -> Path:
+    """A real sweep over `workload.init_args` with two jobs per mode (the stacked-bars bug's sweep),
+    modes given out of canonical order; stdout piped, as in CI. Returns the sweep dir (stdout in
+    `cli_stdout.txt` beside it)."""
+    cwd = tmp_path_factory.mktemp("initargs")
+    proc = run_cli(
+        [
+            "workload=module",
+            f"workload.path={TESTS}",
+            "workload.target=user_models:MLP",
+            "workload.init_args={hidden:64},{hidden:32}",
+            "workload.inputs=[[8,32]]",
+            "compile.mode=default,eager",
+            "bench.task=infer",
+            *FAST,
+            f"compile.cache_dir={compile_cache}",
+            "sweep.name=initargs",
+        ],
+        cwd=cwd,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (cwd / "cli_stdout.txt").write_text(proc.stdout)
+    return cwd / "sweeps" / "initargs"

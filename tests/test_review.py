@@ -4,25 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import struct
 import subprocess
 
 import pytest
+from browser import CHROME_FLAGS, CHROMIUM, screenshot
 from conftest import TESTS, results, run_cli
 from wandb_files import read_run
-
-CHROMIUM = shutil.which("chromium")
-CHROME_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--virtual-time-budget=15000",
-]
 
 
 @pytest.fixture(scope="module")
@@ -104,25 +91,11 @@ def test_dashboard_renders_in_headless_chromium(review_sweep, tmp_path):
     assert errors.split(">", 1)[1].strip() == "", f"JS errors: {errors}"
     assert dom.count("<tr") >= 4 and "planted failure in forward" in dom
     assert 'id="reasons"' in dom and "user_models.py:" in dom, "graph-break reasons with places"
-    assert "Speedup compiled vs eager" in dom and "recompiles over the shape schedule" in dom
+    assert "Speedup compiled vs eager" in dom and "Recompiles over the shape schedule" in dom
 
     shot = tmp_path / "dashboard.png"
-    subprocess.run(
-        [
-            CHROMIUM,
-            *CHROME_FLAGS,
-            f"--user-data-dir={tmp_path / 'p2'}",
-            "--window-size=1280,2000",
-            f"--screenshot={shot}",
-            url,
-        ],
-        capture_output=True,
-        timeout=120,
-        check=True,
-    )
+    assert screenshot(url, shot, tmp_path / "p2", 1280, 2000) == (1280, 2000)
     png = shot.read_bytes()
-    width, height = struct.unpack(">II", png[16:24])
-    assert png[:8] == b"\x89PNG\r\n\x1a\n" and (width, height) == (1280, 2000)
     assert len(png) > 60_000, "a blank page compresses to a few KB; charts and tables do not"
 
 

@@ -1,0 +1,105 @@
+"""Presentation shared by the console table and the dashboard: mode order, numbers, swept axes."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import pandas as pd
+
+from orchestrator.config import COMPILE_MODES
+
+# What identifies a model (the compile settings are what a sweep compares on it).
+MODEL_KEYS = ("workload", "size", "task", "dtype", "strategy")
+# Result columns that are compile settings, and the group overrides that name a result column.
+COMPILE_COLUMNS = ("mode", "dynamic", "fullgraph", "backend", "cache", "freezing")
+GROUP_COLUMNS = {"parallel": "strategy", "workload": "workload", "bench": "task", "compile": "mode"}
+
+
+def sig(value: Any, digits: int = 3) -> str:
+    """A number to `digits` significant digits, without exponents for ordinary sizes; '-' if absent."""
+    if not present(value):
+        return "-"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return str(value)
+    if isinstance(value, numbers.Integral) or abs(value) >= 10 ** (digits - 1):
+        return f"{value:.0f}"  # whole numbers from 100 on: 1234.5 -> 1234
+    x = float(f"{value:.{digits}g}")  # rounded first, so that 99.95 becomes 100, not 100.0
+    if x == 0 or abs(x) >= 10 ** (digits - 1):
+        return f"{x:.0f}"
+    if abs(x) < 1e-3:
+        return f"{x:.{digits - 1}e}"
+    decimals = digits - 1 - math.floor(math.log10(abs(x)))
+    return f"{x:.{decimals}f}"
+
+
+def ci_text(low: Any, high: Any) -> str:
+    """A confidence interval as `low-high`, each to 3 significant digits; '-' if either is absent."""
+    return f"{sig(low)}-{sig(high)}" if present(low) and present(high) else "-"
+
+
+def present(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def mode_rank(mode: Any) -> int:
+    return COMPILE_MODES.index(mode) if mode in COMPILE_MODES else len(COMPILE_MODES)
+
+
+def in_mode_order(df: pd.DataFrame, groups: pd.Series | None = None) -> pd.DataFrame:
+    """Rows in canonical mode order (eager, default, ...) within each group (groups in the order they
+    first come), stable otherwise."""
+    if "mode" not in df:
+        return df
+    first = {} if groups is None else {g: i for i, g in enumerate(dict.fromkeys(groups))}
+    rank = (groups.map(first) if groups is not None else 0) * len(COMPILE_MODES) + df["mode"].map(mode_rank)
+    return df.iloc[rank.argsort(kind="stable")]
+
+
+def axis_text(value: Any) -> str:
+    """An axis value as one short token: {dim: 32} -> dim=32, None -> null."""
+    if isinstance(value, dict):
+        return ",".join(f"{k}={axis_text(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(axis_text(v) for v in value) + "]"
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "null"
+    return str(value)
+
+
+def with_axes(df: pd.DataFrame, plan: dict[str, dict]) -> tuple[pd.DataFrame, list[str]]:
+    """The table with one column per swept axis (from the sweep's plan.json) and their names.
+
+    An axis that is already a result column (compile.mode -> mode) uses it; any other
+    (workload.init_args -> init_args) gets a column of its own, so that rows that differ only
+    there are told apart.
+    """
+    df = df.copy()
+    swept: list[str] = []
+    for key in dict.fromkeys(k for job in plan.values() for k in job.get("axes", {})):
+        name = key.split(".")[-1] if "." in key else GROUP_COLUMNS.get(key, key)
+        if name in swept:  # two axes with one leaf name (a.size, b.size): the second by its full key
+            name = key
+        if name not in df:
+            df[name] = df["job_id"].map(
+                {jid: axis_text(j.get("axes", {}).get(key)) for jid, j in plan.items()}
+            )
+        swept.append(name)
+    # Without a plan (or beyond it), a model column that varies is an axis too; an axis of one value
+    # (a preset's `workload.size: tiny`) labels nothing.
+    swept += [c for c in (*MODEL_KEYS, *COMPILE_COLUMNS) if c in df and c not in swept]
+    return df, [c for c in swept if df[c].map(axis_text).nunique() > 1]
+
+
+def model_columns(df: pd.DataFrame, swept: list[str]) -> list[str]:
+    """What names a model: workload, size, task, dtype, strategy and every swept non-compile axis."""
+    cols = [c for c in MODEL_KEYS if c in df]
+    return cols + [c for c in swept if c not in cols and c not in COMPILE_COLUMNS and "compile." not in c]
+
+
+def join_values(df: pd.DataFrame, columns: list[str], sep: str = " ") -> pd.Series:
+    """Each row's values of `columns` as one label (all rows the same string if there are none)."""
+    if not columns:
+        return pd.Series([""] * len(df), index=df.index, dtype=object)
+    return df[columns].map(axis_text).agg(sep.join, axis=1)

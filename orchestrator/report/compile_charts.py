@@ -1,0 +1,63 @@
+"""Compile-cost charts: where the first compile's seconds went (stacked phases, one bar per job),
+and cold / warm / portable compile side by side (one bar each per job)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from orchestrator.job.compile_cost import PHASES
+from orchestrator.report.figures import Chart, _layout, _per_job, _values
+
+PHASE_NAMES = {
+    "dynamo": "dynamo trace",
+    "aot_autograd": "AOT autograd",
+    "inductor": "inductor lowering",
+    "codegen": "code generation + kernel compile",
+    "backward": "backward graph (AOT part)",
+}
+KINDS = (
+    ("compile_cold_s", "cold: own empty cache"),
+    ("compile_warm_s", "warm: restart, same node"),
+    ("compile_portable_s", "portable: artifacts, new node"),
+)
+
+
+def phase_chart(ok: pd.DataFrame) -> Chart:
+    title = "Where the compile seconds went"
+    columns = [f"phase_{p}_s" for p in PHASES]
+    rows = ok[ok[columns].notna().all(axis=1)] if set(columns) <= set(ok.columns) else ok.iloc[0:0]
+    if rows.empty:
+        return Chart(title, None, "No compiled job recorded torch's compilation metrics.")
+    rows, capped = _per_job(rows.assign(_t=rows[columns].sum(axis=1)), "_t", "with the longest compile")
+    fig = go.Figure()
+    labels = _values(rows["label"])
+    for phase, column in zip(PHASES, columns, strict=True):
+        fig.add_bar(x=labels, y=_values(rows[column]), name=PHASE_NAMES[phase])
+    _layout(fig, labels, barmode="stack", yaxis_title="seconds")
+    note = (
+        "One bar per compiled job: its first compile split by torch's own compilation metrics "
+        "(exclusive parts of the nested dynamo, AOT-autograd, inductor and code-generation times); "
+        "the bar is at most the first call's wall time."
+    )
+    return Chart(title, fig, note + capped)
+
+
+def cache_kinds_chart(ok: pd.DataFrame) -> Chart:
+    title = "Compile seconds: cold, warm restart, portable artifacts"
+    kinds = [(c, n) for c, n in KINDS if c in ok and ok[c].notna().any()]
+    if not kinds:
+        return Chart(title, None, "No job measured its cold compile (compile.cache=shared, or eager only).")
+    rows = ok[ok[kinds[0][0]].notna()]
+    rows, capped = _per_job(rows, kinds[0][0], "with the longest cold compile")
+    fig = go.Figure()
+    labels = _values(rows["label"])
+    for column, name in kinds:
+        fig.add_bar(x=labels, y=_values(rows[column]), name=name)
+    _layout(fig, labels, barmode="group", yaxis_title="seconds")
+    note = (
+        "Cold: the job's own empty cache. Warm: a fresh process against the cache the job filled (a "
+        "restart on the same node). Portable: a fresh process with an empty cache, handed the job's "
+        "saved cache artifacts (a second node of a cluster)."
+    )
+    return Chart(title, fig, note + capped)

@@ -1,0 +1,189 @@
+"""Assemble dashboard.html: one self-contained page per sweep (plotly inlined; no server, no network)."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from orchestrator.present import (
+    COMPILE_COLUMNS,
+    ci_text,
+    in_mode_order,
+    join_values,
+    model_columns,
+    with_axes,
+)
+from orchestrator.report import compile_charts, figures
+from orchestrator.report.page import asset, grid, html_table, links, results_columns
+from orchestrator.report.summary import aggregates, best_per_model
+from orchestrator.results import read_plan
+
+DASHBOARD_FILE = "dashboard.html"
+MAX_REASONS = 200  # graph-break reasons listed (the first ones, in table order)
+COARSE_AXES = ("size", "dtype", "task", "strategy", "workload")
+
+
+def _unique(df: pd.DataFrame, column: str, by: list[str]) -> None:
+    """One mark per job, whatever the labels: a label shared by two jobs gets their job ids."""
+    dup = df.duplicated([column, *by], keep=False)
+    df.loc[dup, column] = df.loc[dup, column] + " #" + df.loc[dup, "job_id"].str[:6]
+
+
+def prepare(df: pd.DataFrame, sweep_dir: Path) -> tuple[pd.DataFrame, list[str]]:
+    """The table with the labels the page uses, in page order: models as planned, modes canonical."""
+    df, swept = with_axes(
+        df.assign(label=df["label"] if "label" in df else df["job_id"]), read_plan(sweep_dir)
+    )
+    x_axes = [c for c in swept if c != "mode"]
+    model = [c for c in ("workload", "size") if c in df]
+    df["x_label"] = join_values(df, x_axes or model, " · ")
+    df["job_label"] = join_values(df, swept, " · ") if swept else df["mode"]
+    low, high = (df.get(c, pd.Series(None, index=df.index)) for c in ("speedup_ci_low", "speedup_ci_high"))
+    df["ci"] = [ci_text(lo, hi) for lo, hi in zip(low, high, strict=True)]
+    _unique(df, "x_label", ["mode"])
+    _unique(df, "job_label", [])
+    return links(in_mode_order(df, df["x_label"]), sweep_dir), swept
+
+
+def _coarse(df: pd.DataFrame, swept: list[str]) -> list[str]:
+    """The swept axes that an aggregated speedup chart can group by and still fit MAX_BARS bars."""
+    out: list[str] = []
+    modes = max(1, df["mode"].nunique())
+    for c in COARSE_AXES:
+        if c in swept and len(df[[*out, c]].astype(str).drop_duplicates()) * modes <= figures.MAX_BARS:
+            out.append(c)
+    return out
+
+
+def charts(df: pd.DataFrame, swept: list[str]) -> list[figures.Chart]:
+    ok = df[df["status"] == "ok"]
+    axes_title = " · ".join(swept) or "job"
+    return [
+        figures.speedup_chart(ok, [c for c in swept if c != "mode"], _coarse(ok, swept)),
+        figures.compile_chart(ok),
+        compile_charts.phase_chart(ok),
+        compile_charts.cache_kinds_chart(ok),
+        figures.memory_chart(ok, axes_title),
+        figures.count_chart(df, "graph_breaks", "Graph breaks", "graph breaks", axes_title),
+        figures.count_chart(
+            df, "dyn_recompiles", "Recompiles over the shape schedule", "recompiles", axes_title
+        ),
+        figures.parity_chart(df, axes_title),
+    ]
+
+
+def _reasons(sweep_dir: Path, df: pd.DataFrame) -> pd.DataFrame:
+    """Graph-break reasons with their places, read from the result files of the jobs that broke."""
+    broke = df[df["graph_breaks"].fillna(0) > 0] if "graph_breaks" in df else df.iloc[0:0]
+    out = []
+    for job_id, label in zip(broke["job_id"], broke["job_label"], strict=True):
+        result = json.loads((sweep_dir / "jobs" / job_id / "result.json").read_text())
+        out += [
+            (label, br.get("reason", ""), br.get("where") or "") for br in result.get("break_reasons") or []
+        ]
+    return pd.DataFrame(out[:MAX_REASONS], columns=["job", "reason", "where"])
+
+
+def _section(title: str, body: str, note: str = "") -> str:
+    return (
+        f"<h2>{html.escape(title)}</h2>" + (f"<p class='note'>{html.escape(note)}</p>" if note else "") + body
+    )
+
+
+def write_dashboard(sweep_dir: Path, df: pd.DataFrame, compare: pd.DataFrame | None = None) -> Path:
+    """Write <sweep_dir>/dashboard.html from the results table (and a compare table, if given)."""
+    df, swept = prepare(df, sweep_dir)
+    models = model_columns(df, swept)
+    settings = ["mode"] + [
+        c for c in swept if c != "mode" and (c in COMPILE_COLUMNS or c.startswith("compile."))
+    ]
+    best = best_per_model(df, models, settings)
+    best_cols = [(c, c, True) for c in best.columns if c != "job"]
+    sections = [
+        _section(
+            f"Best compiled setting per model ({' '.join(models) or 'all jobs'})",
+            grid("best", best, best_cols, page_size=15),
+            "The fastest compiled setting of each model among its jobs that finished ok, with that job's "
+            "speedup, 95% CI, compile cost and break-even steps; 'within noise' when the CI spans 1.",
+        )
+    ]
+    aggs = aggregates(in_mode_order(df), swept)
+    if aggs:
+        tables = "".join(f"<div>{html_table(t, list(t.columns), f'by-{c}')}</div>" for c, t in aggs)
+        sections.append(
+            _section("By " + ", ".join(c for c, _ in aggs), f"<div class='aggregates'>{tables}</div>")
+        )
+    hidden = []
+    plotly_js: bool | str = True  # plotly.js inlined once, with the first chart
+    for chart in charts(df, swept):
+        if chart.figure is None:
+            hidden.append(f"{chart.title}: {chart.note}")
+            continue
+        config = {"displaylogo": False, "responsive": True}
+        key = chart.title.split()[0].lower()
+        body = chart.figure.to_html(
+            full_html=False, include_plotlyjs=plotly_js, config=config, div_id=f"chart-{key}"
+        )
+        sections.append(_section(chart.title, f"<div class='chart'>{body}</div>", chart.note))
+        plotly_js = False
+    if hidden:
+        sections.append(
+            "<p class='note' id='hidden-charts'>Not drawn: " + html.escape(" · ".join(hidden)) + "</p>"
+        )
+    sections.append(
+        _section(
+            "All jobs",
+            grid("results", df, results_columns([c for c in swept if c != "mode"]), hash_key="filter"),
+            "Click a header to sort; 'all columns' shows every figure. Filter by words or column=value "
+            "(e.g. mode=default); a link to this page can carry one: dashboard.html#filter=mode=default.",
+        )
+    )
+    reasons = _reasons(sweep_dir, df)
+    if len(reasons):
+        sections.append(
+            _section("Graph-break reasons", html_table(reasons, list(reasons.columns), "reasons"))
+        )
+    failed = df[df["status"] != "ok"]
+    fail_cols = [
+        ("label", "label", True),
+        ("status", "status", True),
+        ("error", "error", True),
+        ("log", "log", True),
+    ]
+    sections.append(
+        _section(
+            "Failures",
+            grid("failures", failed, fail_cols) if len(failed) else "",
+            "" if len(failed) else "None.",
+        )
+    )
+    if compare is not None:
+        cmp_cols = [(c, c, True) for c in compare.columns]
+        sections.append(_section("Compare against baseline", grid("compare", compare, cmp_cols)))
+    env_keys = [c for c in df.columns if c.startswith("env_")]
+    env = df[env_keys].astype(str).drop_duplicates() if env_keys else df.iloc[0:0]
+    sections.append(_section("Environment", html_table(env, env_keys, "environment")))
+    return _write(sweep_dir, df, sections)
+
+
+def _write(sweep_dir: Path, df: pd.DataFrame, sections: list[str]) -> Path:
+    name = html.escape(str(df["sweep"].iloc[0]) if "sweep" in df and len(df) else sweep_dir.name)
+    counts = df["status"].value_counts()
+    status = ", ".join(f"{n} {s}" for s, n in counts.items())
+    where = html.escape(str(sweep_dir))
+    page = f"""<!doctype html>
+<html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>sweep {name}</title><style>{asset("page.css")}</style><script>{asset("page.js")}</script></head>
+<body><h1>sweep {name}</h1>
+<p class="note">{len(df)} job(s): {html.escape(status)}. <span class="path">{where}</span></p>
+<div id="js-errors"></div>
+{"".join(sections)}
+</body></html>"""
+    path = sweep_dir / DASHBOARD_FILE
+    tmp = path.with_suffix(".html.tmp")
+    tmp.write_text(page)
+    tmp.replace(path)
+    return path

@@ -108,6 +108,7 @@ def test_sigkill_orchestrator_then_resume(tmp_path, fast):
     orch, sweep_dir = start_and_wait_for_first_result(args, tmp_path)
     first = results(sweep_dir)
     assert len(first) == 1, "killed after the first result landed"
+    time.sleep(2)  # the second job has started: the killed orchestrator leaves it running
     orch.send_signal(signal.SIGKILL)
     orch.wait()
     (done_id,) = first
@@ -125,6 +126,9 @@ def test_sigkill_orchestrator_then_resume(tmp_path, fast):
     assert not list(sweep_dir.glob("jobs/*/.result.json.*.tmp")), "no half-written files left"
     submitted = json.loads((sweep_dir / "submitted.json").read_text())
     assert set(submitted["jobs"]) == set(final)
+    for job_id in final:  # each job measured once: the one left running was stopped, not duplicated
+        runs = (sweep_dir / "jobs" / job_id / "runs.log").read_text().splitlines()
+        assert sum(line.startswith("result") for line in runs) == 1, (job_id, runs)
 
 
 def test_half_written_result_is_never_read(tmp_path):

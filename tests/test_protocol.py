@@ -114,3 +114,31 @@ def test_compile_phases_come_from_torch_metrics(tmp_path, compile_cache):
     assert all(p >= 0 for p in phases) and 0 < sum(phases) <= r["first_call_s"]
     assert r["compile_frames"] >= 1 and r["guard_count"] > 0
     assert r["fx_cache_hits"] + r["fx_cache_misses"] >= 2, "forward and backward graphs in the cache"
+
+
+def test_healthy_batchnorm_conv_net_passes_parity(tmp_path, compile_cache):
+    r = measure(
+        tmp_path,
+        compile_cache,
+        "workload=module",
+        f"workload.path={TESTS}",
+        "workload.target=user_models:ConvBN",
+        "workload.inputs=[[8,3,16,16]]",
+    )
+    assert r["status"] == "ok", r["error"]
+    assert r["parity_ok"] and r["parity_vs_eager"] <= r["parity_tol"], r["parity_vs_eager"]
+
+
+def test_dropout_is_checked_with_matching_randomness(tmp_path, compile_cache):
+    r = measure(tmp_path, compile_cache, *USER, "workload.target=user_models:WithDropout")
+    assert r["status"] == "ok", r["error"]
+    assert r["random_ops"] is True and "fallback_random" in r["parity_rng"]
+    assert r["parity_vs_eager"] < 1e-5, "same masks: fp32 noise only, not dropout spread"
+    plain = measure(tmp_path, compile_cache, *USER, "workload.target=user_models:MLP", "sweep.name=plain")
+    assert plain["random_ops"] is False and "parity_rng" not in plain
+
+
+def test_parity_failure_keeps_its_speed_figures(tmp_path, compile_cache):
+    r = measure(tmp_path, compile_cache, *USER, "workload.target=user_models:DiffersWhenCompiled")
+    assert r["status"] == "parity_fail" and "relative error" in r["error"]
+    assert r["speedup"] > 0 and r["eager_ms"] > 0 and len(r["timings"]["compiled_ms"]) == 3

@@ -100,3 +100,37 @@ class DiffersWhenCompiled(MLP):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.net(x)
         return y * 1.01 if torch.compiler.is_compiling() else y
+
+
+class ConvBN(nn.Module):
+    """A healthy small conv net with BatchNorm: fp32 reduction order differs, nothing is wrong.
+    Inputs [N, 3, H, W]."""
+
+    def __init__(self, channels: int = 16) -> None:
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Conv2d(3, channels, 3, padding=1),
+            nn.BatchNorm2d(channels),
+            nn.ReLU(),
+            nn.Conv2d(channels, channels, 3, padding=1),
+            nn.BatchNorm2d(channels),
+            nn.ReLU(),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class WithDropout(MLP):
+    """Random ops: dropout in training mode."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.dropout(self.net(x), p=0.3, training=True)
+
+
+class NaNWhenCompiled(MLP):
+    """Compiled output is NaN: a parity failure with NaN figures that the end of the sweep must survive."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.net(x)
+        return y * float("nan") if torch.compiler.is_compiling() else y

@@ -56,11 +56,16 @@ def first_calls(ctx: JobContext, eager: Side, compiled: Side) -> dict[str, objec
     ctx.forward_backward(eager.model, ctx.inputs)  # lazy init, allocator warm
     eager.model.zero_grad(set_to_none=True)
     out: dict[str, object] = {}
+    seeded = bool(ctx.result.get("random_ops"))  # random ops: both calls draw from the same seed
+    if seeded:
+        torch.manual_seed(ctx.cfg.bench.seed)
     eager_s = ctx.timed(lambda: out.__setitem__("eager", ctx.forward_backward(eager.model, ctx.inputs)))
     from orchestrator.job.compile_cost import clear_compilation_metrics
 
     counters.clear()
     clear_compilation_metrics()
+    if seeded:
+        torch.manual_seed(ctx.cfg.bench.seed)
     t0 = time.perf_counter()
     try:
         out["compiled"] = ctx.forward_backward(compiled.model, ctx.inputs)

@@ -8,8 +8,10 @@ memory (CUDA) -> the dynamic-shape schedule.
 
 from __future__ import annotations
 
+import torch
+
 from orchestrator.config import CUDAGRAPH_MODES
-from orchestrator.failures import CompileError
+from orchestrator.failures import CompileError, ParityError
 from orchestrator.job import compile_cost, graphs, memory, parity, shapes, speed
 from orchestrator.job.context import JobContext, Side
 from orchestrator.job.parallelize import prepare
@@ -22,6 +24,10 @@ def run_protocol(ctx: JobContext) -> dict:
     r["flops_per_step"] = speed.count_flops(ctx)
     if ctx.compiled_mode and cfg.bench.explain:
         r.update(graphs.explain(ctx))
+    if cfg.bench.parity and r.get("random_ops") and ctx.compiled_mode:
+        # Its own compiles (dynamo would reuse them for the timed side): checked first, then forgotten.
+        parity.check_random_parity(ctx)
+        torch._dynamo.reset()
     strategy, dtype = cfg.parallel.strategy, cfg.bench.dtype
     eager = Side(prepare(wl, strategy, None, ctx.device, dtype))
     compiled = Side(prepare(wl, strategy, cfg.compile if ctx.compiled_mode else None, ctx.device, dtype))
@@ -31,7 +37,7 @@ def run_protocol(ctx: JobContext) -> dict:
         if ctx.artifacts_dir is not None:
             saved = compile_cost.save_artifacts(ctx.artifacts_dir)
             r["compile_artifacts_mb"] = saved.stat().st_size / 2**20 if saved else None
-    if cfg.bench.parity:
+    if cfg.bench.parity and not r.get("random_ops"):
         parity.check_parity(ctx, eager, compiled, outputs)
     graphs.check_graph_captured(ctx)
     for side in (eager, compiled):
@@ -45,6 +51,8 @@ def run_protocol(ctx: JobContext) -> dict:
         memory.measure_memory(ctx, eager, compiled)
     if cfg.workload.shapes:
         shapes.run_shape_schedule(ctx, eager, compiled)
+    if r.get("parity_ok") is False:  # after the speed figures: a parity failure keeps its timings
+        raise ParityError(r["parity_error"])
     return r
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import statistics
 
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
 from orchestrator.job.context import JobContext, Side, synchronize
 from orchestrator.job.environment import peak_flops
 from orchestrator.stats import median_ratio_ci
@@ -15,13 +18,25 @@ def count_flops(ctx: JobContext) -> int | None:
     It is also the first eager step: a model that fails eagerly is a crash, not a compile error."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    counter = FlopCounterMode(display=False)
+    counter, random_ops = FlopCounterMode(display=False), RandomOps()
     try:
-        with counter:
+        with counter, random_ops:
             ctx.forward_backward(ctx.wl.model, ctx.inputs)
     finally:
         ctx.wl.model.zero_grad(set_to_none=True)
+    ctx.result["random_ops"] = random_ops.seen
     return int(counter.get_total_flops()) or None
+
+
+class RandomOps(TorchDispatchMode):
+    """Notes whether any op that draws random numbers ran (dropout, rand, bernoulli...)."""
+
+    seen = False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        if torch.Tag.nondeterministic_seeded in func.tags:
+            self.seen = True
+        return func(*args, **(kwargs or {}))
 
 
 def measure_speed(ctx: JobContext, eager: Side, compiled: Side) -> None:

@@ -32,6 +32,8 @@ from orchestrator.job.skeleton import result_skeleton
 from orchestrator.results import RESULT_FILE, write_json_atomic
 from orchestrator.spec import JobSpec
 
+RUNS_FILE = "runs.log"
+
 
 def job_cache(spec: JobSpec) -> Path:
     """The job's compile cache: its own empty one (`private`), or the sweep's `shared` one."""
@@ -75,6 +77,12 @@ def _log_paths() -> dict:
         return {}
 
 
+def _log_run(spec: JobSpec, event: str) -> None:
+    """One line per start and per result written, in `runs.log`: how often a job really ran."""
+    with (spec.job_dir / RUNS_FILE).open("a") as f:
+        f.write(f"{event} pid={os.getpid()} rank={os.environ.get('RANK', '0')} time={time.time():.3f}\n")
+
+
 def run_job(spec: JobSpec) -> dict | None:
     """Measure one job; rank 0 writes `result.json` and returns it (other ranks return None)."""
     from orchestrator.job.context import JobContext
@@ -88,6 +96,7 @@ def run_job(spec: JobSpec) -> dict | None:
         sys.path.insert(0, cfg.workload.path)  # user code: workload.target and compile.backend
     spec.job_dir.mkdir(parents=True, exist_ok=True)
     result = result_skeleton(spec) | _log_paths()
+    _log_run(spec, "start")
     device = _device(cfg.bench.device)
     rank, world = 0, 1
     ctx = None
@@ -141,6 +150,7 @@ def run_job(spec: JobSpec) -> dict | None:
     if rank != 0:
         return None
     write_json_atomic(spec.job_dir / RESULT_FILE, result)
+    _log_run(spec, "result")
     if cfg.logger.mode != "disabled":
         from orchestrator.tracking import log_job
 

@@ -37,7 +37,7 @@ def run_protocol(ctx: JobContext) -> dict:
         if ctx.artifacts_dir is not None:
             saved = compile_cost.save_artifacts(ctx.artifacts_dir)
             r["compile_artifacts_mb"] = saved.stat().st_size / 2**20 if saved else None
-    if cfg.bench.parity and not r.get("random_ops"):
+    if cfg.bench.parity and not (r.get("random_ops") and ctx.compiled_mode):
         parity.check_parity(ctx, eager, compiled, outputs)
     graphs.check_graph_captured(ctx)
     for side in (eager, compiled):

@@ -19,6 +19,7 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_loader import ConfigLoader
 from omegaconf import DictConfig
 
+from orchestrator.compose import CONF_DIR as CONF_DIR  # callers import it from here
 from orchestrator.compose import checked_config, compose_in_session, hydra_session, parse_overrides
 from orchestrator.compose import compose_config as compose_config  # callers import it from here
 from orchestrator.compose import to_job_config as to_job_config  # callers import it from here

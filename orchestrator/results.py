@@ -83,6 +83,15 @@ def read_plan(sweep_dir: Path) -> dict[str, dict]:
     return json.loads(path.read_text())["jobs"] if path.exists() else {}
 
 
+NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def _number(value: Any) -> Any:
+    """NaN and infinities, which result files hold as strings (JSON has none), back as floats, so a
+    column of figures stays numeric (parquet, plots, sorting)."""
+    return NON_FINITE.get(value, value) if isinstance(value, str) else value
+
+
 def gather(sweep_dir: Path) -> pd.DataFrame:
     """All job results of a sweep directory as one table."""
     rows = []
@@ -92,7 +101,7 @@ def gather(sweep_dir: Path) -> pd.DataFrame:
     for job_dir in job_dirs:
         result = read_result(job_dir)
         if result is not None:
-            rows.append({k: v for k, v in result.items() if not isinstance(v, dict | list)})
+            rows.append({k: _number(v) for k, v in result.items() if not isinstance(v, dict | list)})
     df = pd.DataFrame(rows)
     if not df.empty:
         df = add_scaling(df)

@@ -22,6 +22,8 @@ FAULTS = {  # user model -> expected failure class
     "ExitsAbruptly": "crash",
     "KillsItself": "crash",
     "DiffersWhenCompiled": "parity_fail",
+    "NaNWhenCompiled": "parity_fail",
+    "EmptyOutput": "parity_fail",
 }
 
 
@@ -73,6 +75,11 @@ def test_fault_injection_sweep(tmp_path, fast):
     for name in FAULTS:  # every failure points at its log, inside the sweep directory
         assert got[name]["log_stderr"].startswith(str(sweep_dir)), got[name]
     assert (sweep_dir / "dashboard.html").exists() and (sweep_dir / "results.csv").exists()
+    assert (sweep_dir / "results.parquet").exists(), "NaN figures do not stop the parquet table"
+    nan = got["NaNWhenCompiled"]
+    assert nan["parity_err"] == "nan" and nan["speedup"] > 0, "NaN never passes; the timings stay"
+    regather = run_cli(["gather", str(sweep_dir)], cwd=tmp_path, timeout=120)
+    assert regather.returncode == 1 and "Traceback" not in regather.stderr, regather.stderr
 
 
 def test_retry_policy_reruns_chosen_classes(tmp_path, fast):
@@ -203,3 +210,34 @@ def test_concurrent_sweeps_in_different_dirs_and_one_lock_per_dir(tmp_path, fast
         assert r["status"] == "ok"
         caches = list((tmp_path / d / "cache" / "inductor").iterdir())
         assert caches, "each sweep compiled into its own inductor cache"
+
+
+def test_a_sweep_with_no_timings_still_ends_with_table_and_dashboard(tmp_path, fast):
+    proc = run_cli(
+        [
+            "workload=module",
+            f"workload.path={TESTS}",
+            "workload.inputs=[[4,32]]",
+            "workload.target=user_models:Raises",
+            *fast,
+        ],
+        cwd=tmp_path,
+        timeout=300,
+    )
+    sweep_dir = tmp_path / "sweeps" / "default"
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    assert (sweep_dir / "results.csv").exists() and (sweep_dir / "dashboard.html").exists()
+    assert "planted failure in forward" in (sweep_dir / "dashboard.html").read_text()
+
+
+def test_compare_of_sweeps_with_no_job_in_common_is_an_error(tmp_path):
+    from orchestrator.results import write_json_atomic
+
+    for name, job_id in (("base", "aaaaaaaaaaaa"), ("cand", "bbbbbbbbbbbb")):
+        write_json_atomic(
+            tmp_path / name / "jobs" / job_id / "result.json",
+            {"job_id": job_id, "label": name, "status": "ok", "speedup": 1.2345678901234},
+        )
+    proc = run_cli(["compare", str(tmp_path / "base"), str(tmp_path / "cand")], cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2, proc.stdout
+    assert proc.stderr.strip().startswith("error: compare:") and "no job in common" in proc.stderr

@@ -134,3 +134,10 @@ class NaNWhenCompiled(MLP):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.net(x)
         return y * float("nan") if torch.compiler.is_compiling() else y
+
+
+class EmptyOutput(MLP):
+    """Produces a zero-size output: its loss is the mean of nothing (NaN)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)[:, :0]

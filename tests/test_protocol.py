@@ -23,7 +23,8 @@ def measure(tmp_path, compile_cache, *overrides: str) -> dict:
 def test_graph_breaks_are_counted_with_reasons_and_places(tmp_path, compile_cache):
     r = measure(tmp_path, compile_cache, *USER, "workload.target=user_models:PrintingNet", "bench.task=infer")
     assert r["status"] == "ok", r["error"]
-    assert r["graph_breaks"] >= 2 and r["explain_graphs"] >= 2
+    assert r["graph_breaks"] == len(r["break_reasons"]) == 2, "one .item() and one print: two breaks"
+    assert r["explain_graphs"] == 3
     reasons = " | ".join(b["reason"] for b in r["break_reasons"])
     assert "print" in reasons.lower() and "item" in reasons.lower(), reasons
     assert all(b["where"] and "user_models.py:" in b["where"] for b in r["break_reasons"])

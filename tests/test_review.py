@@ -115,12 +115,12 @@ def test_compare_catches_a_planted_regression(review_sweep, tmp_path):
     assert same.returncode == 0, same.stdout + same.stderr
     assert "no regressions" in same.stdout
 
-    _plant(candidate, speedup=0.8, compile_s=1.5)
+    _plant(candidate, speedup=0.8, compiled_ms=1.5)
     worse = run_cli(["compare", str(review_sweep), str(candidate)], cwd=tmp_path, timeout=120)
     assert worse.returncode == 1, worse.stdout
     assert "2 regression(s)" in worse.stdout
     rows = (candidate / "compare.csv").read_text()
-    assert "speedup" in rows and "compile_s" in rows
+    assert "speedup" in rows and "compiled_ms" in rows
     assert "Compare against baseline" in (candidate / "dashboard.html").read_text()
 
     lenient = run_cli(
@@ -129,7 +129,7 @@ def test_compare_catches_a_planted_regression(review_sweep, tmp_path):
             str(review_sweep),
             str(candidate),
             "compare.speedup_drop=0.5",
-            "compare.compile_rise=0.6",
+            "compare.step_rise=0.6",
         ],
         cwd=tmp_path,
         timeout=120,

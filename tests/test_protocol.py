@@ -91,6 +91,9 @@ def test_train_result_has_throughput_flops_and_environment(tmp_path, compile_cac
     r = measure(tmp_path, compile_cache, "workload=gpt", "bench.task=train")
     assert r["status"] == "ok", r["error"]
     assert r["parity_grad_err"] is not None and r["parity_ok"]
+    assert r["random_ops"] is False and r["parity_reference"] == "fp64", (
+        "attention without dropout draws nothing"
+    )
     assert r["compiled_tokens_per_s"] > 0 and r["eager_samples_per_s"] > 0
     assert r["flops_per_step"] > 0
     tokens = r["batch_size"] * r["seq_len"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import statistics
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from orchestrator.job.context import JobContext, Side, synchronize
 from orchestrator.job.environment import peak_flops
@@ -18,25 +17,25 @@ def count_flops(ctx: JobContext) -> int | None:
     It is also the first eager step: a model that fails eagerly is a crash, not a compile error."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    counter, random_ops = FlopCounterMode(display=False), RandomOps()
+    counter = FlopCounterMode(display=False)
+    before = rng_states(ctx.device)
     try:
-        with counter, random_ops:
+        with counter:
             ctx.forward_backward(ctx.wl.model, ctx.inputs)
     finally:
         ctx.wl.model.zero_grad(set_to_none=True)
-    ctx.result["random_ops"] = random_ops.seen
+    # Random ops (dropout...) advance the generator; ops that merely could (attention with
+    # dropout_p=0) do not: the state says which, whatever the op is called.
+    ctx.result["random_ops"] = not all(map(torch.equal, before, rng_states(ctx.device)))
     return int(counter.get_total_flops()) or None
 
 
-class RandomOps(TorchDispatchMode):
-    """Notes whether any op that draws random numbers ran (dropout, rand, bernoulli...)."""
-
-    seen = False
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-        if torch.Tag.nondeterministic_seeded in func.tags:
-            self.seen = True
-        return func(*args, **(kwargs or {}))
+def rng_states(device: torch.device) -> list[torch.Tensor]:
+    """The CPU generator's state, and the device's where it has its own."""
+    states = [torch.get_rng_state()]
+    if device.type == "cuda":
+        states.append(torch.cuda.get_rng_state(device))
+    return states
 
 
 def measure_speed(ctx: JobContext, eager: Side, compiled: Side) -> None:

@@ -161,15 +161,20 @@ def test_cancel_a_sweep(cluster, tmp_path, fast):
     sweep_dir = tmp_path / "sweeps" / "default"
     cancel = run_cli(["cancel", str(sweep_dir)], cwd=tmp_path, timeout=60)
     assert cancel.returncode == 0 and "cancelled" in cancel.stdout
-    time.sleep(3)
-    queue = subprocess.run(
-        ["squeue", "-h", "-n", "orchestrator", "-o", "%i %T"], capture_output=True, text=True
-    )
     ours = {
         j["job_id"].split("_")[0]
         for j in json.loads((sweep_dir / "submitted.json").read_text())["jobs"].values()
     }
-    assert not [ln for ln in queue.stdout.splitlines() if ln.split("_")[0].split()[0] in ours], queue.stdout
+    deadline = time.time() + 60  # cancelled jobs pass through COMPLETING while slurmd kills them
+    while time.time() < deadline:
+        queue = subprocess.run(
+            ["squeue", "-h", "-r", "-n", "orchestrator", "-o", "%i %T"], capture_output=True, text=True
+        )
+        left = [ln for ln in queue.stdout.splitlines() if ln.split("_")[0].split()[0] in ours]
+        if not left:
+            break
+        time.sleep(1)
+    assert not left, queue.stdout
     gathered = run_cli(["gather", str(sweep_dir)], cwd=tmp_path, timeout=120)
     assert gathered.returncode == 1, "cancelled jobs are failures"
     found = results(sweep_dir)

@@ -24,7 +24,7 @@ KINDS = (
 
 
 def phase_chart(ok: pd.DataFrame) -> Chart:
-    title = "Where the compile seconds went"
+    title = "Phases of the first compile: where its seconds went"
     columns = [f"phase_{p}_s" for p in PHASES]
     rows = ok[ok[columns].notna().all(axis=1)] if set(columns) <= set(ok.columns) else ok.iloc[0:0]
     if rows.empty:
@@ -44,7 +44,7 @@ def phase_chart(ok: pd.DataFrame) -> Chart:
 
 
 def cache_kinds_chart(ok: pd.DataFrame) -> Chart:
-    title = "Compile seconds: cold, warm restart, portable artifacts"
+    title = "Warm restart and portable artifacts against the cold compile"
     kinds = [(c, n) for c, n in KINDS if c in ok and ok[c].notna().any()]
     if not kinds:
         return Chart(title, None, "No job measured its cold compile (compile.cache=shared, or eager only).")

@@ -123,7 +123,7 @@ def write_dashboard(sweep_dir: Path, df: pd.DataFrame, compare: pd.DataFrame | N
             hidden.append(f"{chart.title}: {chart.note}")
             continue
         config = {"displaylogo": False, "responsive": True}
-        key = chart.title.split()[0].lower()
+        key = chart.title.split()[0].lower().strip(":")  # chart ids: each title's first word differs
         body = chart.figure.to_html(
             full_html=False, include_plotlyjs=plotly_js, config=config, div_id=f"chart-{key}"
         )

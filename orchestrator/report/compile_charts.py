@@ -23,6 +23,15 @@ KINDS = (
 )
 
 
+def _bars(rows: pd.DataFrame, series: list[tuple[str, str]], barmode: str) -> go.Figure:
+    """One bar per job and series (column, name), in seconds."""
+    fig = go.Figure()
+    labels = _values(rows["label"])
+    for column, name in series:
+        fig.add_bar(x=labels, y=_values(rows[column]), name=name)
+    return _layout(fig, labels, barmode=barmode, yaxis_title="seconds")
+
+
 def phase_chart(ok: pd.DataFrame) -> Chart:
     title = "Phases of the first compile: where its seconds went"
     columns = [f"phase_{p}_s" for p in PHASES]
@@ -30,11 +39,7 @@ def phase_chart(ok: pd.DataFrame) -> Chart:
     if rows.empty:
         return Chart(title, None, "No compiled job recorded torch's compilation metrics.")
     rows, capped = _per_job(rows.assign(_t=rows[columns].sum(axis=1)), "_t", "with the longest compile")
-    fig = go.Figure()
-    labels = _values(rows["label"])
-    for phase, column in zip(PHASES, columns, strict=True):
-        fig.add_bar(x=labels, y=_values(rows[column]), name=PHASE_NAMES[phase])
-    _layout(fig, labels, barmode="stack", yaxis_title="seconds")
+    fig = _bars(rows, [(c, PHASE_NAMES[p]) for p, c in zip(PHASES, columns, strict=True)], "stack")
     note = (
         "One bar per compiled job: its first compile split by torch's own compilation metrics "
         "(exclusive parts of the nested dynamo, AOT-autograd, inductor and code-generation times); "
@@ -50,11 +55,7 @@ def cache_kinds_chart(ok: pd.DataFrame) -> Chart:
         return Chart(title, None, "No job measured its cold compile (compile.cache=shared, or eager only).")
     rows = ok[ok[kinds[0][0]].notna()]
     rows, capped = _per_job(rows, kinds[0][0], "with the longest cold compile")
-    fig = go.Figure()
-    labels = _values(rows["label"])
-    for column, name in kinds:
-        fig.add_bar(x=labels, y=_values(rows[column]), name=name)
-    _layout(fig, labels, barmode="group", yaxis_title="seconds")
+    fig = _bars(rows, kinds, "group")
     note = (
         "Cold: the job's own empty cache. Warm: a fresh process against the cache the job filled (a "
         "restart on the same node). Portable: a fresh process with an empty cache, handed the job's "

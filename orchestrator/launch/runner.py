@@ -108,6 +108,9 @@ class Runner:
         with Live(self._status_line(pending, running), console=self.console, refresh_per_second=2) as live:
             try:
                 while pending or running:
+                    if pending and self.launcher == "slurm":  # retries go in as arrays too
+                        running += self.submit_array(pending)
+                        pending = []
                     while pending and self.launcher != "slurm":
                         need = self._gpus_needed(pending[0])
                         if len(running) >= limit or len(free_gpus) < need:

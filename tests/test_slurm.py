@@ -42,6 +42,7 @@ def timeout_sweep(cluster, tmp_path_factory):
             f"workload.path={TESTS}",
             "workload.target=user_models:Hangs",
             "workload.inputs=[[4,32]]",
+            "compile.mode=eager",  # nothing to compile: the job reaches its hang at once
             "launcher.time_min=1",
             "launcher.max_requeues=1",
             "bench.timeout_s=60",
@@ -183,7 +184,7 @@ def test_cancel_a_sweep(cluster, tmp_path, fast):
 
 
 def test_time_limit_requeues_then_records_timeout(timeout_sweep):
-    found = wait_for_results(timeout_sweep, 1, 420)
+    found = wait_for_results(timeout_sweep, 1, 600)  # two 1-minute attempts and Slurm's requeue hold
     (r,) = found.values()
     assert r["status"] == "timeout", r
     log = next((timeout_sweep / "logs").glob("*/*_0_log.out")).read_text()

@@ -28,7 +28,16 @@ from orchestrator.spec import checked_config, omegaconf_message, to_job_config
 
 __all__ = ["checked_config", "compose_config", "to_job_config"]
 
-CONF_DIR = Path(os.environ.get("ORCHESTRATOR_CONF", Path(__file__).resolve().parent.parent / "conf"))
+def _conf_dir() -> Path:
+    """ORCHESTRATOR_CONF if set; else conf/ beside the package (a checkout), or inside it (a wheel)."""
+    if "ORCHESTRATOR_CONF" in os.environ:
+        return Path(os.environ["ORCHESTRATOR_CONF"])
+    here = Path(__file__).resolve().parent
+    checkout = here.parent / "conf"
+    return checkout if checkout.is_dir() else here / "conf"
+
+
+CONF_DIR = _conf_dir()
 
 ConfigStore.instance().store(name="schema", node=Config)
 

@@ -1,6 +1,7 @@
 """Inside a job: the worker (set up, measure, write one result) and the protocol's phases.
 
-worker       the submitit callable: device, process group, caches, the result file, wandb
+supervisor   the submitit callable: runs the worker in a child, records how a silent death ended
+worker       device, process group, caches, the result file, wandb
 skeleton     the fields every result row has, whatever happened
 protocol     the order of the phases (DESIGN.md section 3), nothing else
 context      what the phases share: config, workload, device, ranks, one step of each kind, timing

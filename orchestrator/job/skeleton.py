@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+import submitit
+
 from orchestrator.spec import JobSpec
+
+
+def log_paths() -> dict:
+    """Where this job's stdout and stderr go (its submitit logs), for the result row."""
+    try:
+        paths = submitit.JobEnvironment().paths
+        return {"log_stdout": str(paths.stdout), "log_stderr": str(paths.stderr)}
+    except (RuntimeError, KeyError):  # not inside a submitit job (called directly, or the debug executor)
+        return {}
 
 
 def result_skeleton(spec: JobSpec) -> dict:

@@ -15,7 +15,6 @@ import sys
 import time
 from pathlib import Path
 
-import submitit
 import torch
 import torch.distributed as dist
 
@@ -28,7 +27,7 @@ from orchestrator.job.compile_cost import (
     tlparse_report,
     torch_trace,
 )
-from orchestrator.job.skeleton import result_skeleton
+from orchestrator.job.skeleton import log_paths, result_skeleton
 from orchestrator.results import RESULT_FILE, write_json_atomic
 from orchestrator.spec import JobSpec
 
@@ -69,14 +68,6 @@ def _device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def _log_paths() -> dict:
-    try:
-        paths = submitit.JobEnvironment().paths
-        return {"log_stdout": str(paths.stdout), "log_stderr": str(paths.stderr)}
-    except (RuntimeError, KeyError):  # not inside a submitit job (called directly, or the debug executor)
-        return {}
-
-
 def _log_run(spec: JobSpec, event: str) -> None:
     """One line per start and per result written, in `runs.log`: how often a job really ran."""
     with (spec.job_dir / RUNS_FILE).open("a") as f:
@@ -95,7 +86,7 @@ def run_job(spec: JobSpec) -> dict | None:
     if cfg.workload.path and cfg.workload.path not in sys.path:
         sys.path.insert(0, cfg.workload.path)  # user code: workload.target and compile.backend
     spec.job_dir.mkdir(parents=True, exist_ok=True)
-    result = result_skeleton(spec) | _log_paths()
+    result = result_skeleton(spec) | log_paths()
     _log_run(spec, "start")
     device = _device(cfg.bench.device)
     rank, world = 0, 1
@@ -158,9 +149,17 @@ def run_job(spec: JobSpec) -> dict | None:
     return result
 
 
-class Worker(submitit.helpers.Checkpointable):
-    """The submitit callable. Checkpointable: on preemption or time limit submitit requeues it,
-    and the job re-measures from scratch (a half-done measurement is not worth resuming)."""
+def main(request_path: str) -> None:
+    """The child process of `supervisor.Worker`: measure the job whose spec is in REQUEST.json."""
+    import json
+    import signal
 
-    def __call__(self, spec: JobSpec) -> dict | None:
-        return run_job(spec)
+    # Slurm sends the time-limit notice to every process of the step: the supervisor handles it
+    # (submitit requeues), and this child must not die of it first.
+    for notice in (signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(notice, signal.SIG_IGN)
+    run_job(JobSpec(**json.loads(Path(request_path).read_text())))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

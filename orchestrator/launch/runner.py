@@ -17,7 +17,8 @@ from rich.live import Live
 from rich.text import Text
 
 from orchestrator.config import Config
-from orchestrator.job.worker import Worker
+from orchestrator.job.supervisor import Worker
+from orchestrator.job.worker import run_job
 from orchestrator.launch.diagnosis import Attempt, diagnose, failure_result
 from orchestrator.launch.executors import job_parameters, make_executor
 from orchestrator.launch.ledger import read_ledger, record_submitted
@@ -59,7 +60,8 @@ class Runner:
         if self.launcher == "local" and gpus:
             params["visible_gpus"] = gpus
         self.executor.update_parameters(**params)
-        job = self.executor.submit(Worker(), spec)
+        # debug runs in this process, for a debugger; the others watch a child process (supervisor)
+        job = self.executor.submit(run_job if self.launcher == "debug" else Worker(), spec)
         self._count_attempt(spec)
         record_submitted(self.sweep_dir, self.launcher, [job], [spec])
         return Attempt(spec, job, time.time(), gpus)

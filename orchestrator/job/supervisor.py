@@ -1,0 +1,116 @@
+"""The submitit callable: run the job's measurement in a child interpreter and watch how it ends.
+
+A worker that dies without a word (`os._exit(7)`, a segfault in a kernel, the OOM killer) takes its
+exit code with it, and submitit's local controller does not keep it either. This parent stays
+small (no torch), waits for the child, and when the child ended without writing its result, writes
+one that says how it ended: its exit code or signal and the last line it printed.
+
+    python -m orchestrator.job.worker REQUEST.json      (the child; see worker.main)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import submitit
+
+from orchestrator.spec import JobSpec
+
+RESULT_FILE = "result.json"  # the same name as orchestrator.results.RESULT_FILE (pandas-free here)
+PR_SET_PDEATHSIG = 1
+# Signals of an outside stop; SIGUSR1/2 are submitit's time-limit and preemption notices.
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2}
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: Linux kills it when this parent dies (SIGKILL skips any cleanup)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def how_it_ended(returncode: int) -> str:
+    if returncode == -signal.SIGKILL:
+        return "was killed by SIGKILL (the kernel's OOM killer sends it when host memory runs out)"
+    if returncode < 0:
+        return f"was killed by signal {signal.Signals(-returncode).name}"
+    return f"exited with code {returncode}"
+
+
+def last_line() -> str:
+    """The last non-empty line of this job's stderr log (the child writes to it too)."""
+    try:
+        path = submitit.JobEnvironment().paths.stderr
+        with open(path, errors="replace") as f:
+            f.seek(max(path.stat().st_size - 4000, 0))
+            lines = [line.strip() for line in f.read().splitlines() if line.strip()]
+    except (RuntimeError, KeyError, OSError):  # not inside a submitit job, or no log yet
+        return ""
+    return lines[-1] if lines else ""
+
+
+def _global_rank() -> int:
+    try:
+        return submitit.JobEnvironment().global_rank
+    except (RuntimeError, KeyError):  # called directly, outside a submitit job
+        return 0
+
+
+def run_child(spec: JobSpec) -> dict | None:
+    """Start the worker in a child process, wait for it, and return its result (rank 0)."""
+    rank = _global_rank()
+    spec.job_dir.mkdir(parents=True, exist_ok=True)
+    request = spec.job_dir / f"request.rank{rank}.json"
+    request.write_text(json.dumps(dataclasses.asdict(spec), default=str))
+    result_path = spec.job_dir / RESULT_FILE
+    started = time.time()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.job.worker", str(request)], preexec_fn=_die_with_parent
+    )
+    try:
+        returncode = child.wait()
+    finally:  # an exception here (submitit's timeout signal, Ctrl-C) must not leave it running
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    request.unlink(missing_ok=True)
+    wrote = result_path.exists() and result_path.stat().st_mtime >= started
+    if -returncode in STOP_SIGNALS and not wrote:
+        # Stopped from outside (scancel, the orchestrator's stop, Ctrl-C): no result of its own, so
+        # that the scheduler's state decides and a resumed sweep runs the job again.
+        raise RuntimeError(f"worker process {how_it_ended(returncode)}")
+    if returncode != 0 and not wrote:
+        return _write_ended(spec, rank, returncode, last_line())
+    if rank != 0 or not wrote:
+        return None
+    return json.loads(result_path.read_text())
+
+
+def _write_ended(spec: JobSpec, rank: int, returncode: int, line: str) -> dict | None:
+    """The result of a child that ended without writing one (rank 0), or its rank's error."""
+    from orchestrator.failures import write_rank_error
+
+    error = f"worker process {how_it_ended(returncode)} before writing a result"
+    error += f": {line}" if line else ""
+    write_rank_error(spec.job_dir, rank, "crash", error)
+    if rank != 0:
+        return None
+    from orchestrator.job.skeleton import log_paths, result_skeleton
+    from orchestrator.results import write_json_atomic
+
+    result = result_skeleton(spec) | log_paths() | {"error": error, "exit_code": returncode}
+    write_json_atomic(spec.job_dir / RESULT_FILE, result)
+    return result
+
+
+class Worker(submitit.helpers.Checkpointable):
+    """The submitit callable. Checkpointable: on preemption or time limit submitit requeues it,
+    and the job re-measures from scratch (a half-done measurement is not worth resuming)."""
+
+    def __call__(self, spec: JobSpec) -> dict | None:
+        return run_child(spec)

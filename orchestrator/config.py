@@ -33,6 +33,7 @@ CacheKind = choices("CacheKind", ("private", "shared"))
 Task = choices("Task", ("train", "infer"))
 Dtype = choices("Dtype", ("fp32", "bf16", "fp16"))
 DeviceName = choices("DeviceName", ("auto", "cpu", "cuda"))
+SidesMode = choices("SidesMode", ("auto", "paired", "apart"))
 Strategy = choices("Strategy", ("none", "ddp", "fsdp"))
 LauncherName = choices("LauncherName", ("local", "slurm", "debug"))
 LoggerMode = choices("LoggerMode", ("offline", "online", "disabled"))
@@ -148,6 +149,10 @@ class BenchConfig:
     """Steps per timed block (k)."""
     bootstrap: int = 2000
     """Bootstrap resamples for the speedup's 95% confidence interval."""
+    processes: int | None = None
+    """Processes that each measure the paired repetitions (the CI spans them); null: 3 on GPU, 1 on CPU."""
+    sides: SidesMode = SidesMode["auto"]
+    """`paired` (one process, interleaved), `apart` (each side alone), `auto` (apart if they do not fit)."""
     parity: bool = True
     """Check numerical parity of compiled against eager (and fp64 where affordable)."""
     fp64_max_params: int = 50_000_000
@@ -168,6 +173,7 @@ class BenchConfig:
         check_min("bench.repeats", self.repeats, 2)
         check_min("bench.steps_per_repeat", self.steps_per_repeat, 1)
         check_min("bench.bootstrap", self.bootstrap, 100)
+        check_min("bench.processes", self.processes, 1)
         check_min("bench.timeout_s", self.timeout_s, 0, strict=True)
         check_min("bench.parity_multiplier", self.parity_multiplier, 1)
 

@@ -8,11 +8,7 @@ caches and undercount, so each probe is its own interpreter.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -23,11 +19,11 @@ from orchestrator.job.compile_cost import (
     clear_compilation_metrics,
     compilation_metrics,
     compile_settings,
-    fresh_dir,
     prime,
     summarize,
 )
 from orchestrator.job.context import JobContext, synchronize
+from orchestrator.job.fresh import read_request, run_fresh, write_answer
 from orchestrator.spec import JobSpec
 
 # Probe figure -> the suffix of its result field, compile_<kind>_<suffix>.
@@ -73,46 +69,20 @@ def probe(spec: JobSpec, device: torch.device, cache: Path, artifacts: Path | No
 
 def run_probe(spec: JobSpec, kind: str, device: torch.device, cache: Path, artifacts: Path | None) -> dict:
     """Start one probe process and return its figures as `compile_<kind>_...` fields (or its error)."""
-    work = fresh_dir(spec.job_dir, f"probe-{kind}-")
-    request = work / "request.json"
-    answer = work / "answer.json"
-    request.write_text(
-        json.dumps(
-            {
-                "spec": dataclasses.asdict(spec),
-                "device": str(device),
-                "cache": str(cache),
-                "artifacts": str(artifacts) if artifacts else None,
-                "answer": str(answer),
-            }
-        )
-    )
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "orchestrator.job.compile_probe", str(request)],
-            capture_output=True,
-            text=True,
-            timeout=spec.cfg.bench.timeout_s,
-        )
-    except subprocess.TimeoutExpired:
-        return {f"compile_{kind}_error": f"probe exceeded {spec.cfg.bench.timeout_s:.0f} s"}
-    got = json.loads(answer.read_text()) if answer.exists() else None
-    shutil.rmtree(work, ignore_errors=True)
-    if proc.returncode != 0 or got is None:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return {f"compile_{kind}_error": f"probe exited with code {proc.returncode}: {tail}"[:500]}
+    payload = {"device": str(device), "cache": str(cache), "artifacts": str(artifacts) if artifacts else None}
+    got, error = run_fresh(spec, "orchestrator.job.compile_probe", f"probe-{kind}", payload)
+    if got is None:
+        return {f"compile_{kind}_error": error}
     return {f"compile_{kind}_{suffix}": got.get(key) for key, suffix in PROBE_KEYS.items()}
 
 
 def main(request_path: str) -> None:
-    req = json.loads(Path(request_path).read_text())
-    spec = JobSpec(**req["spec"])
+    spec, req = read_request(request_path)
     device = torch.device(req["device"])
     if device.type == "cuda":
         torch.cuda.set_device(device)
     artifacts = Path(req["artifacts"]) if req["artifacts"] else None
-    result = probe(spec, device, Path(req["cache"]), artifacts)
-    Path(req["answer"]).write_text(json.dumps(result, default=str))
+    write_answer(req, probe(spec, device, Path(req["cache"]), artifacts))
 
 
 if __name__ == "__main__":

@@ -53,7 +53,8 @@ class JobContext:
     artifacts_dir: Path | None = None
     """Where the first compile's portable cache artifacts are saved (None: not saved)."""
     result: dict = field(default_factory=dict)
-    timings: dict[str, list[float]] = field(default_factory=lambda: {"eager_ms": [], "compiled_ms": []})
+    timings: dict[str, list] = field(default_factory=dict)
+    """Per repetition: `<side>_ms`, `process`; per step: `<side>_step_ms` (speed.measure_speed)."""
 
     def __post_init__(self) -> None:
         self.train = self.cfg.bench.task == "train"
@@ -112,6 +113,24 @@ class JobContext:
         for _ in range(repeat):
             fn()
         return (time.perf_counter() - t0) / repeat
+
+    def timed_steps(self, fn: Callable[[], object], steps: int) -> list[float]:
+        """Seconds of each of `steps` calls: CUDA events between steps (one sync at the end) on GPU,
+        perf_counter on CPU."""
+        synchronize(self.device)
+        if self.device.type == "cuda":
+            events = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
+            events[0].record()
+            for e in events[1:]:
+                fn()
+                e.record()
+            events[-1].synchronize()
+            return [a.elapsed_time(b) / 1000 for a, b in zip(events, events[1:], strict=False)]
+        marks = [time.perf_counter()]
+        for _ in range(steps):
+            fn()
+            marks.append(time.perf_counter())
+        return [b - a for a, b in zip(marks, marks[1:], strict=False)]
 
     # --- across ranks ----------------------------------------------------------------------
     def all_reduce_max(self, x: float) -> float:

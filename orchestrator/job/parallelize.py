@@ -53,10 +53,16 @@ def local_device(device: torch.device) -> torch.device:
 
 
 def prepare(
-    workload: Workload, strategy: str, compile_cfg: CompileConfig | None, device: torch.device, dtype: str
+    workload: Workload,
+    strategy: str,
+    compile_cfg: CompileConfig | None,
+    device: torch.device,
+    dtype: str,
+    copy_model: bool = True,
 ) -> nn.Module:
-    """A copy of the workload's model, compiled (unless compile_cfg is None) and wrapped for `strategy`."""
-    model = copy.deepcopy(workload.model)
+    """The workload's model (a copy unless `copy_model` is False), compiled (unless compile_cfg is
+    None) and wrapped for `strategy`."""
+    model = copy.deepcopy(workload.model) if copy_model else workload.model
     kwargs = compile_kwargs(compile_cfg) if compile_cfg else None
     if strategy == "fsdp":
         return _fsdp(model, workload, kwargs, dtype)

@@ -3,7 +3,8 @@
 Eager and compiled run in one process on the same inputs. Order matters: FLOPs (the first eager
 step) -> explain (it resets dynamo) -> the first eager and first compiled call from identical
 weights (compile cost, graphs captured, parity) -> warm-up and interleaved timed repetitions ->
-memory (CUDA) -> the dynamic-shape schedule.
+memory (distributed CUDA; one process: processes.py) -> the dynamic-shape schedule. When the two
+sides do not fit on the device together, SidesDoNotFit hands over to processes.one_after_the_other.
 """
 
 from __future__ import annotations
@@ -17,8 +18,13 @@ from orchestrator.job.context import JobContext, Side
 from orchestrator.job.parallelize import prepare
 
 
-def run_protocol(ctx: JobContext) -> dict:
-    """Fill `ctx.result` phase by phase; a phase that fails raises, leaving what was measured."""
+class SidesDoNotFit(torch.OutOfMemoryError):
+    """The two sides together ran out of device memory (each alone may still fit: processes.py)."""
+
+
+def run_protocol(ctx: JobContext, together: bool = True) -> dict:
+    """Fill `ctx.result` phase by phase; a phase that fails raises, leaving what was measured.
+    With `together` False only the single-model phases run here (the sides run apart, processes.py)."""
     cfg, wl, r = ctx.cfg, ctx.wl, ctx.result
     r.update(params=wl.n_params, batch_size=wl.batch_size, seq_len=wl.seq_len)
     r["flops_per_step"] = speed.count_flops(ctx)
@@ -28,8 +34,28 @@ def run_protocol(ctx: JobContext) -> dict:
         # Its own compiles (dynamo would reuse them for the timed side): checked first, then forgotten.
         parity.check_random_parity(ctx)
         torch._dynamo.reset()
+    if not together:
+        return r
+    may_fall_back = cfg.bench.sides == "auto" and ctx.world == 1 and ctx.device.type == "cuda"
+    out_of_memory = None
+    try:
+        _both_sides(ctx)
+    except torch.OutOfMemoryError as e:
+        if not may_fall_back:
+            raise
+        out_of_memory = f"{type(e).__name__}: {e}"
+    if out_of_memory:  # raised here, after the handler, so that the sides' tensors are freed
+        raise SidesDoNotFit(out_of_memory)
+    if r.get("parity_ok") is False:  # after the speed figures: a parity failure keeps its timings
+        raise ParityError(r["parity_error"])
+    return r
+
+
+def _both_sides(ctx: JobContext) -> None:
+    cfg, wl, r = ctx.cfg, ctx.wl, ctx.result
     strategy, dtype = cfg.parallel.strategy, cfg.bench.dtype
-    eager = Side(prepare(wl, strategy, None, ctx.device, dtype))
+    # Two models on the device, no more: eager is the workload's own (FSDP shards in place: a copy).
+    eager = Side(prepare(wl, strategy, None, ctx.device, dtype, copy_model=strategy == "fsdp"))
     compiled = Side(prepare(wl, strategy, cfg.compile if ctx.compiled_mode else None, ctx.device, dtype))
     outputs = graphs.first_calls(ctx, eager, compiled)
     if ctx.compiled_mode:
@@ -39,21 +65,21 @@ def run_protocol(ctx: JobContext) -> dict:
             r["compile_artifacts_mb"] = saved.stat().st_size / 2**20 if saved else None
     if cfg.bench.parity and not (r.get("random_ops") and ctx.compiled_mode):
         parity.check_parity(ctx, eager, compiled, outputs)
+    del outputs
     graphs.check_graph_captured(ctx)
     for side in (eager, compiled):
         side.model.zero_grad(set_to_none=True)
         if ctx.train:
             side.optimizer = ctx.optimizer(side.model)
-    speed.measure_speed(ctx, eager, compiled)
+    speed.measure_speed(ctx, {"eager": eager, "compiled": compiled})
+    r["interleaved"] = True
+    speed.summarize(ctx)
     if cfg.compile.mode in CUDAGRAPH_MODES:
         check_cudagraphs(ctx)
-    if ctx.device.type == "cuda":
+    if ctx.device.type == "cuda" and ctx.world > 1:  # one process: each side alone (processes.py)
         memory.measure_memory(ctx, eager, compiled)
     if cfg.workload.shapes:
         shapes.run_shape_schedule(ctx, eager, compiled)
-    if r.get("parity_ok") is False:  # after the speed figures: a parity failure keeps its timings
-        raise ParityError(r["parity_error"])
-    return r
 
 
 def check_cudagraphs(ctx: JobContext) -> None:

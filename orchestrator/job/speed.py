@@ -1,5 +1,6 @@
 """Speed: FLOPs of a step, warm-up, then R repetitions of k-step blocks alternating which side goes
-first; speedup as the median of the pair ratios with a bootstrap CI; throughput summed over ranks."""
+first; each step timed on its own too (percentiles). `summarize` turns the timings of every process
+(the job's own and `bench.processes - 1` fresh ones) into the speedup, its CI, throughput and MFU."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import torch
 
 from orchestrator.job.context import JobContext, Side, synchronize
 from orchestrator.job.environment import peak_flops
-from orchestrator.stats import median_ratio_ci
+from orchestrator.stats import median_ratio_ci, percentiles, unpaired_ratio_ci
 
 
 def count_flops(ctx: JobContext) -> int | None:
@@ -38,19 +39,33 @@ def rng_states(device: torch.device) -> list[torch.Tensor]:
     return states
 
 
-def measure_speed(ctx: JobContext, eager: Side, compiled: Side) -> None:
-    b, r = ctx.cfg.bench, ctx.result
+def measure_speed(ctx: JobContext, sides: dict[str, Side], process: int = 0) -> None:
+    """Warm-up, then R repetitions of k-step blocks per side (alternating which goes first), into
+    ctx.timings: `<side>_ms` (per step, block mean), `<side>_step_ms` (each step), `process`."""
+    b, t = ctx.cfg.bench, ctx.timings
     for _ in range(b.warmup + 1):
-        ctx.step(eager)
-        ctx.step(compiled)
+        for side in sides.values():
+            ctx.step(side)
     synchronize(ctx.device)
+    names = list(sides)
     for i in range(b.repeats):
-        order = (eager, compiled) if i % 2 == 0 else (compiled, eager)
-        t = {id(s): ctx.timed(lambda s=s: ctx.step(s), b.steps_per_repeat) for s in order}
-        ctx.timings["eager_ms"].append(t[id(eager)] * 1000)
-        ctx.timings["compiled_ms"].append(t[id(compiled)] * 1000)
-    e_ms, c_ms = ctx.timings["eager_ms"], ctx.timings["compiled_ms"]
-    speedup, low, high = median_ratio_ci(e_ms, c_ms, b.bootstrap, b.seed)
+        for name in names if i % 2 == 0 else names[::-1]:
+            steps = ctx.timed_steps(lambda s=sides[name]: ctx.step(s), b.steps_per_repeat)
+            t.setdefault(f"{name}_ms", []).append(sum(steps) / len(steps) * 1000)
+            t.setdefault(f"{name}_step_ms", []).extend(s * 1000 for s in steps)
+        t.setdefault("process", []).append(process)
+
+
+def summarize(ctx: JobContext) -> None:
+    """Speedup with its CI (paired, or unpaired when the sides ran one after the other), step-time
+    medians and percentiles, throughput summed over ranks, MFU, break-even steps."""
+    b, r, t = ctx.cfg.bench, ctx.result, ctx.timings
+    e_ms, c_ms = t["eager_ms"], t["compiled_ms"]
+    if r.get("interleaved", True):
+        speedup, low, high = median_ratio_ci(e_ms, c_ms, b.bootstrap, b.seed, t.get("process"))
+    else:
+        speedup, low, high = unpaired_ratio_ci(e_ms, c_ms, b.bootstrap, b.seed)
+    n_proc = len(set(t.get("process") or [0]))
     eager_med, comp_med = statistics.median(e_ms), statistics.median(c_ms)
     r.update(
         eager_ms=eager_med,
@@ -58,15 +73,22 @@ def measure_speed(ctx: JobContext, eager: Side, compiled: Side) -> None:
         speedup=speedup,
         speedup_ci_low=low,
         speedup_ci_high=high,
+        processes=n_proc,
+        speedup_ci_scope=f"{n_proc} processes" if n_proc > 1 else "one process (rerun may differ)",
     )
-    peak = peak_flops(ctx.device, ctx.cfg.bench.dtype)
+    for name in ("eager", "compiled"):
+        for q, v in percentiles(t.get(f"{name}_step_ms", [])).items():
+            r[f"{name}_p{q}_ms"] = v
+    peak = peak_flops(ctx.device, b.dtype)
     flops = r.get("flops_per_step")
+    batch, seq = r["batch_size"], r.get("seq_len")
     for name, ms in (("eager", eager_med), ("compiled", comp_med)):
-        r[f"{name}_samples_per_s_by_rank"] = ctx.all_gather(ctx.wl.batch_size / (ms / 1000))
+        r[f"{name}_samples_per_s_by_rank"] = ctx.all_gather(batch / (ms / 1000))
         r[f"{name}_samples_per_s"] = sum(r[f"{name}_samples_per_s_by_rank"])
-        tokens = r[f"{name}_samples_per_s"] * ctx.wl.seq_len if ctx.wl.seq_len else None
+        tokens = r[f"{name}_samples_per_s"] * seq if seq else None
         r[f"{name}_tokens_per_s"] = tokens
         r[f"{name}_tokens_per_s_per_device"] = tokens / ctx.world if tokens else None
         r[f"{name}_mfu"] = flops / (ms / 1000) / peak if peak and flops else None
     saved_s = (eager_med - comp_med) / 1000
-    r["break_even_steps"] = r["compile_s"] / saved_s if saved_s > 0 and ctx.compiled_mode else None
+    compile_s = r.get("compile_s")
+    r["break_even_steps"] = compile_s / saved_s if saved_s > 0 and ctx.compiled_mode and compile_s else None

@@ -9,6 +9,7 @@ depend on what ran before; then `compile.probes` compiles again in fresh process
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import sys
@@ -27,6 +28,7 @@ from orchestrator.job.compile_cost import (
     tlparse_report,
     torch_trace,
 )
+from orchestrator.job.context import JobContext
 from orchestrator.job.skeleton import log_paths, result_skeleton
 from orchestrator.results import RESULT_FILE, write_json_atomic
 from orchestrator.spec import JobSpec
@@ -62,6 +64,32 @@ def compile_probes(spec: JobSpec, device: torch.device, cache: Path, result: dic
     result["break_even_warm_steps"] = warm / saved_s if saved_s > 0 and warm is not None else None
 
 
+def measure(spec: JobSpec, ctx: JobContext, cache: Path) -> None:
+    """The protocol in this process, then the fresh processes (processes.py): more paired
+    repetitions and each side alone; or, where the sides do not fit together, each side apart."""
+    from orchestrator.job import processes
+    from orchestrator.job.protocol import SidesDoNotFit, run_protocol
+
+    single_gpu = ctx.world == 1 and ctx.device.type == "cuda"
+    apart = ctx.cfg.bench.sides == "apart" and ctx.world == 1
+    why = None
+    try:
+        run_protocol(ctx, together=not apart)
+    except SidesDoNotFit as e:
+        why = e
+    del ctx.wl  # the fresh processes want the device to themselves
+    gc.collect()
+    torch._dynamo.reset()
+    if why is not None or apart:
+        processes.one_after_the_other(spec, ctx, cache, why)
+        return
+    n = processes.default_processes(ctx.cfg.bench.processes, ctx.device, ctx.world)
+    if n > 1:
+        processes.more_processes(spec, ctx, cache, n)
+    if single_gpu:
+        processes.sides_alone(spec, ctx, cache, full=False)
+
+
 def _device(name: str) -> torch.device:
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
@@ -76,10 +104,8 @@ def _log_run(spec: JobSpec, event: str) -> None:
 
 def run_job(spec: JobSpec) -> dict | None:
     """Measure one job; rank 0 writes `result.json` and returns it (other ranks return None)."""
-    from orchestrator.job.context import JobContext
     from orchestrator.job.environment import describe
     from orchestrator.job.parallelize import init_distributed, local_device
-    from orchestrator.job.protocol import run_protocol
     from workloads import build_workload
 
     cfg = spec.cfg
@@ -107,9 +133,10 @@ def run_job(spec: JobSpec) -> dict | None:
             torch._dynamo.reset()  # nothing compiled earlier in this process may serve this job
             workload = build_workload(cfg.workload, cfg.bench.task, device, cfg.bench.seed)
             ctx = JobContext(cfg, workload, device, rank, world, spec.job_dir if probes else None)
-            result.update(run_protocol(ctx))
+            del workload
+            measure(spec, ctx, cache)
+            result.update(ctx.result)
             result["compile_cold_s"] = result["compile_s"] if private and compiled_mode else None
-            del ctx.wl, workload  # the probes want the device to themselves
             if probes:
                 compile_probes(spec, device, cache, result)
             result["status"] = "ok"

@@ -1,0 +1,52 @@
+"""Run part of a job in a fresh interpreter and read its answer: the compile probes and the side
+processes (more paired repetitions, each side alone). A fresh process is the only way to leave
+behind what this one holds: in-memory code caches, CUDA-graph pools, allocator state.
+
+    python -m MODULE REQUEST.json     (MODULE's main(request) writes the answer beside it)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from orchestrator.job.compile_cost import fresh_dir
+from orchestrator.spec import JobSpec
+
+
+def run_fresh(spec: JobSpec, module: str, kind: str, payload: dict) -> tuple[dict | None, str | None]:
+    """Start `python -m module` on a request (the spec plus `payload`); (answer, None) or (None, why)."""
+    work = fresh_dir(spec.job_dir, f"{kind}-")
+    answer = work / "answer.json"
+    request = work / "request.json"
+    request.write_text(json.dumps({"spec": dataclasses.asdict(spec), "answer": str(answer), **payload}))
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", module, str(request)],
+            capture_output=True,
+            text=True,
+            timeout=spec.cfg.bench.timeout_s,
+        )
+    except subprocess.TimeoutExpired:
+        shutil.rmtree(work, ignore_errors=True)
+        return None, f"{kind} process exceeded {spec.cfg.bench.timeout_s:.0f} s"
+    got = json.loads(answer.read_text()) if answer.exists() else None
+    shutil.rmtree(work, ignore_errors=True)
+    if proc.returncode != 0 or got is None:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return None, f"{kind} process exited with code {proc.returncode}: {tail}"[:500]
+    return got, None
+
+
+def read_request(path: str) -> tuple[JobSpec, dict]:
+    """In the fresh process: the spec and the rest of the request."""
+    req = json.loads(Path(path).read_text())
+    return JobSpec(**req.pop("spec")), req
+
+
+def write_answer(req: dict, answer: dict) -> None:
+    Path(req["answer"]).write_text(json.dumps(answer, default=str))

@@ -1,0 +1,95 @@
+"""One part of a job's measurement in a fresh process (job/fresh.py): `paired`, both sides again,
+interleaved, for the CI across processes; or one side `eager` / `compiled` alone on the device, for
+its memory (everything it allocates: weights, gradients, optimizer state, activations, CUDA-graph
+pools) and, when the two sides do not fit together, its timings.
+
+    python -m orchestrator.job.side_process REQUEST.json
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from orchestrator.job.compile_cost import compile_settings, prime
+from orchestrator.job.context import JobContext, Side, synchronize
+from orchestrator.job.fresh import read_request, write_answer
+from orchestrator.job.memory import GIB
+from orchestrator.job.parity import flat_tensors, gradients
+from orchestrator.spec import JobSpec
+
+ROLES = ("paired", "eager", "compiled")
+SAMPLE_ELEMENTS = 4_000_000  # per side, for parity of sides run apart: a strided sample, same indices
+
+
+def sampled(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Every n-th element of each tensor, n chosen so the total stays under SAMPLE_ELEMENTS."""
+    total = sum(t.numel() for t in tensors)
+    stride = max(1, math.ceil(total / SAMPLE_ELEMENTS))
+    return [t.detach().flatten()[::stride].float().cpu() for t in tensors]
+
+
+def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: dict) -> dict:
+    """Build the job's model here, make the side(s) of `role`, time them; peak memory since start."""
+    from orchestrator.job import speed
+    from orchestrator.job.parallelize import prepare
+    from workloads import build_workload
+
+    cfg = spec.cfg
+    if not req.get("full", True):  # memory only: a few steps are enough to reach the peak
+        cfg = dataclasses.replace(cfg, bench=dataclasses.replace(cfg.bench, warmup=1, repeats=1))
+    if cfg.workload.path and cfg.workload.path not in sys.path:
+        sys.path.insert(0, cfg.workload.path)
+    if req.get("prime"):
+        prime(device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    out: dict = {"pid": os.getpid()}
+    with compile_settings(spec.config["compile"], len(cfg.workload.shapes), cache):
+        wl = build_workload(cfg.workload, cfg.bench.task, device, cfg.bench.seed)
+        ctx = JobContext(cfg, wl, device)
+        sides = {}
+        if role in ("paired", "eager"):
+            sides["eager"] = Side(wl.model)
+        if role in ("paired", "compiled"):
+            compile_cfg = cfg.compile if ctx.compiled_mode else None
+            model = prepare(wl, "none", compile_cfg, device, cfg.bench.dtype, copy_model=role == "paired")
+            sides["compiled"] = Side(model)
+        for name, side in sides.items():
+            t0 = time.perf_counter()
+            first = ctx.forward_backward(side.model, ctx.inputs)  # compiles (the job's cache) here
+            synchronize(device)
+            out[f"{name}_first_call_s"] = time.perf_counter() - t0
+            if req.get("save"):
+                grads = gradients(side.model) if ctx.train else {}
+                grad_sample = dict(zip(grads, sampled(list(grads.values())), strict=True))
+                sample = {"out": sampled(flat_tensors(first)), "grads": grad_sample}
+                torch.save(sample, Path(req["save"]))
+            side.model.zero_grad(set_to_none=True)
+            if ctx.train:
+                side.optimizer = ctx.optimizer(side.model)
+        speed.measure_speed(ctx, sides, req.get("process", 0))
+        out["timings"] = ctx.timings
+    if device.type == "cuda":
+        synchronize(device)
+        out["peak_gib"] = torch.cuda.max_memory_allocated(device) / GIB
+        out["reserved_gib"] = torch.cuda.max_memory_reserved(device) / GIB
+    return out
+
+
+def main(request_path: str) -> None:
+    spec, req = read_request(request_path)
+    device = torch.device(req["device"])
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    write_answer(req, measure(spec, device, Path(req["cache"]), req["role"], req))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -10,7 +10,9 @@ from rich.table import Table
 
 from orchestrator.config import CompareConfig, ConfigError
 from orchestrator.console import make_console
-from orchestrator.results import gather, plain_table
+from orchestrator.results import gather, plain_table, read_result
+from orchestrator.stats import change_ci
+from orchestrator.stats import verdict as stats_verdict
 
 # (column, threshold field, direction): +1 flags a rise, -1 a fall, relative to the baseline.
 # Compile time is gated on the cold figure (a private, empty cache): the one that job order cannot move.
@@ -20,6 +22,9 @@ CHECKS = [
     ("compiled_peak_gib", "memory_rise", +1),
     ("compiled_ms", "step_rise", +1),
 ]
+# Judged by the CI of the change where both sweeps kept per-repetition timings.
+SAMPLED = ("speedup", "compiled_ms")
+VERDICTS = ("regression", "improvement", "inconclusive")
 # Graph health: any rise is a regression (counts, not noisy timings); `graphs` flags any change.
 COUNT_CHECKS = ["graph_breaks", "cudagraph_skips", "dyn_recompiles"]
 
@@ -44,13 +49,32 @@ def _show(v: object) -> str:
     )
 
 
-def compare_tables(base: pd.DataFrame, cand: pd.DataFrame, th: CompareConfig) -> pd.DataFrame:
-    """One row per finding (a regression, an improvement beyond the threshold, or a missing job)."""
+def _samples(timings: dict | None, column: str) -> tuple[list[float], list[int] | None] | None:
+    """Per-repetition values behind a column (pair ratios for speedup), with their process ids."""
+    if not timings or not timings.get("compiled_ms"):
+        return None
+    if column == "speedup":
+        values = [e / c for e, c in zip(timings["eager_ms"], timings["compiled_ms"], strict=True)]
+    else:
+        values = list(timings[column])
+    return values, timings.get("process")
+
+
+def compare_tables(
+    base: pd.DataFrame,
+    cand: pd.DataFrame,
+    th: CompareConfig,
+    base_timings: dict[str, dict] | None = None,
+    cand_timings: dict[str, dict] | None = None,
+) -> pd.DataFrame:
+    """One row per finding (a regression, an improvement, an inconclusive change, a missing job).
+    Where both sweeps kept their timings, speed is judged by the CI of its change (stats.verdict)."""
     rows = []
     b = base.set_index("job_id")
     c = cand.set_index("job_id")
 
     def add(job_id: str, label: str, check: str, regression: bool, note: str, vb=None, vc=None, change=None):
+        verdict = "regression" if regression else note.split(":")[0] if ":" in note else None
         rows.append(
             {
                 "job_id": job_id,
@@ -60,6 +84,7 @@ def compare_tables(base: pd.DataFrame, cand: pd.DataFrame, th: CompareConfig) ->
                 "candidate": vc,
                 "change": change,
                 "regression": regression,
+                "verdict": verdict if verdict in VERDICTS else ("regression" if regression else None),
                 "note": note,
             }
         )
@@ -101,13 +126,31 @@ def compare_tables(base: pd.DataFrame, cand: pd.DataFrame, th: CompareConfig) ->
             vb, vc = _num(rb.get(column)), _num(rc.get(column))
             if vb is None or vc is None or vb == 0:
                 continue
-            change = (vc - vb) / abs(vb)
             limit = getattr(th, field)
+            sb = _samples((base_timings or {}).get(job_id), column) if column in SAMPLED else None
+            sc = _samples((cand_timings or {}).get(job_id), column) if column in SAMPLED else None
+            if sb and sc:
+                change, low, high = change_ci(sb[0], sc[0], sb[1], sc[1])
+                verdict = stats_verdict(low, high, limit, higher_is_better=direction < 0)
+                if verdict != "unchanged":
+                    note = f"{verdict}: {change:+.1%} [{low:+.1%}, {high:+.1%}] against ±{limit:.0%}"
+                    add(job_id, label, column, verdict == "regression", note, vb, vc, change)
+                continue
+            change = (vc - vb) / abs(vb)
             if direction * change > limit:
-                add(job_id, label, column, True, f"{field}={limit}", vb, vc, change)
+                add(
+                    job_id,
+                    label,
+                    column,
+                    True,
+                    f"beyond {field}={limit} (one figure each: no CI)",
+                    vb,
+                    vc,
+                    change,
+                )
             elif -direction * change > limit:
-                add(job_id, label, column, False, "improved", vb, vc, change)
-    columns = ["job_id", "label", "check", "baseline", "candidate", "change", "regression", "note"]
+                add(job_id, label, column, False, "improvement: beyond the threshold", vb, vc, change)
+    columns = ["job_id", "label", "check", "baseline", "candidate", "change", "regression", "verdict", "note"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -122,7 +165,10 @@ def run_compare(base_dir: Path, cand_dir: Path, th: CompareConfig) -> int:
             f"compare: {base_dir} and {cand_dir} have no job in common (jobs match by config); "
             "nothing to compare"
         )
-    findings = compare_tables(base, cand, th)
+    timings = [
+        {j: (read_result(d / "jobs" / j) or {}).get("timings") for j in common} for d in (base_dir, cand_dir)
+    ]
+    findings = compare_tables(base, cand, th, *timings)
     findings.to_csv(cand_dir / "compare.csv", index=False)
     write_dashboard(cand_dir, cand, compare=findings)
     console = make_console()

@@ -73,16 +73,22 @@ def unpaired_ratio_ci(
     return float(np.median(e[0]) / np.median(c[0])), float(low), float(high)
 
 
-def change_ci(base: dict, cand: dict, resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """Relative change of the speedup from `base` to `cand` (timings dicts with eager_ms,
-    compiled_ms and optionally process), with a 95% CI from resampling both independently."""
+def change_ci(
+    base: list[float],
+    cand: list[float],
+    base_process: list[int] | None = None,
+    cand_process: list[int] | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """Relative change of the median from `base` to `cand` (e.g. pair ratios, or step times of two
+    sweeps), with a 95% CI: each side resampled on its own, two-level where it has processes."""
     rng = np.random.default_rng(seed)
-    sides = []
-    for t in (base, cand):
-        ratios = (np.asarray(t["eager_ms"], dtype=float) / np.asarray(t["compiled_ms"], dtype=float)).tolist()
-        groups = [g for g in _groups(ratios, t.get("process")) if len(g)]
-        sides.append((float(np.median(np.concatenate(groups))), _resample(groups, rng, resamples)))
-    (b, b_boot), (c, c_boot) = sides
+    medians = []
+    for values, process in ((base, base_process), (cand, cand_process)):
+        groups = [g for g in _groups(values, process) if len(g)]
+        medians.append((float(np.median(np.concatenate(groups))), _resample(groups, rng, resamples)))
+    (b, b_boot), (c, c_boot) = medians
     low, high = np.percentile(c_boot / b_boot - 1, Z95)
     return c / b - 1, float(low), float(high)
 

@@ -38,7 +38,7 @@ def test_changes_past_the_thresholds_are_flagged_each_by_its_check():
 def test_improvements_are_reported_but_are_not_regressions():
     found = compare_tables(table(), table(a=dict(speedup=1.8)), CompareConfig())
     row = found[found.check == "speedup"].iloc[0]
-    assert not row.regression and row.note == "improved"
+    assert not row.regression and row.verdict == "improvement"
 
 
 def test_status_and_parity_flips_are_regressions():
@@ -66,3 +66,40 @@ def test_a_cache_hit_is_never_compared_with_a_miss():
     row = found[(found.job_id == "a") & (found.check == "compile_s")].iloc[0]
     assert not row.regression and "not compared" in row.note
     assert ("a", "compile_s") not in regressions(found)
+
+
+def timings(speedup: float, spread: float, processes: int = 3, repeats: int = 10, seed: int = 0) -> dict:
+    """Planted per-repetition timings: compiled 10 ms, eager 10 * speedup, each process shifted by
+    a random offset (the process-to-process spread) and each repetition by noise."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    eager, compiled, process = [], [], []
+    for p in range(processes):
+        shift = 1 + spread * rng.standard_normal()
+        for _ in range(repeats):
+            compiled.append(10.0)
+            eager.append(10.0 * speedup * shift * (1 + spread / 2 * rng.standard_normal()))
+            process.append(p)
+    return {"eager_ms": eager, "compiled_ms": compiled, "process": process}
+
+
+def verdict_of(base_speedup: float, cand_speedup: float, spread: float, seeds=(1, 2)) -> str | None:
+    base = table(a=dict(speedup=base_speedup))
+    cand = table(a=dict(speedup=cand_speedup))
+    t_base = {"a": timings(base_speedup, spread, seed=seeds[0])}
+    t_cand = {"a": timings(cand_speedup, spread, seed=seeds[1])}
+    found = compare_tables(base, cand, CompareConfig(), t_base, t_cand)
+    rows = found[(found.job_id == "a") & (found.check == "speedup")]
+    return None if rows.empty else rows.iloc[0].verdict
+
+
+def test_speed_verdicts_follow_the_ci_of_the_change():
+    assert verdict_of(1.5, 1.5, 0.005) is None, "no change, little noise: unchanged (not listed)"
+    assert verdict_of(1.5, 1.2, 0.005) == "regression", "a 20% drop well outside the noise"
+    assert verdict_of(1.5, 1.8, 0.005) == "improvement"
+    # A 7% drop (beyond the 5% threshold) inside process-to-process noise of 10%: not a regression.
+    assert verdict_of(1.5, 1.395, 0.10, seeds=(3, 4)) == "inconclusive"
+    # The same drop with the threshold-only rule (no timings) would have been flagged:
+    only_figures = compare_tables(table(a=dict(speedup=1.5)), table(a=dict(speedup=1.395)), CompareConfig())
+    assert ("a", "speedup") in regressions(only_figures)

@@ -156,7 +156,9 @@ def format_cell(row: pd.Series, key: str) -> str:
     from orchestrator.present import axis_text, ci_text, present, sig
 
     if key == "speedup_ci":
-        return ci_text(row.get("speedup_ci_low"), row.get("speedup_ci_high"))
+        text = ci_text(row.get("speedup_ci_low"), row.get("speedup_ci_high"))
+        apart = present(row.get("interleaved")) and not bool(row.get("interleaved"))
+        return text + " apart" if apart else text  # the sides ran one after the other
     value = row.get(key)
     if not present(value):
         return "-"

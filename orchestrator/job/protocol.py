@@ -3,7 +3,7 @@
 Eager and compiled run in one process on the same inputs. Order matters: FLOPs (the first eager
 step) -> explain (it resets dynamo) -> the first eager and first compiled call from identical
 weights (compile cost, graphs captured, parity) -> warm-up and interleaved timed repetitions ->
-memory (CUDA) -> the dynamic-shape schedule.
+memory (CUDA) -> the dynamic-shape schedule -> convergence over N steps (optional).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import torch
 
 from orchestrator.config import CUDAGRAPH_MODES
 from orchestrator.failures import CompileError, ParityError
-from orchestrator.job import compile_cost, graphs, memory, parity, shapes, speed
+from orchestrator.job import compile_cost, convergence, graphs, memory, parity, shapes, speed
 from orchestrator.job.context import JobContext, Side
 from orchestrator.job.parallelize import prepare
 
@@ -51,6 +51,8 @@ def run_protocol(ctx: JobContext) -> dict:
         memory.measure_memory(ctx, eager, compiled)
     if cfg.workload.shapes:
         shapes.run_shape_schedule(ctx, eager, compiled)
+    if cfg.bench.convergence_steps:
+        convergence.run_convergence(ctx, eager, compiled)
     if r.get("parity_ok") is False:  # after the speed figures: a parity failure keeps its timings
         raise ParityError(r["parity_error"])
     return r

@@ -43,7 +43,7 @@ def duration(seconds: float | None) -> str:
     if seconds is None or not math.isfinite(seconds):
         return "-"
     sign, s = ("-" if seconds < 0 else ""), abs(seconds)
-    for unit, size, cap in (("s", 1, 90), ("min", 60, 90 * 60), ("h", 3600, 48 * 3600)):
+    for unit, size, cap in (("s", 1, 90), ("min", 60, 3600), ("h", 3600, 48 * 3600)):
         if s < cap:
             return f"{sign}{_sig(s / size)} {unit}"
     return f"{sign}{_sig(s / 86400)} days"
@@ -213,22 +213,24 @@ def compute(df: pd.DataFrame, sweep_dir: Path, vc: VerdictConfig) -> dict[str, A
 
 
 def lines(verdict: dict[str, Any]) -> list[str]:
-    """One line per model (then the suite's), cut to LINE_WIDTH."""
+    """One line per model (a second with its risks and failures, if any), then the suite's; each cut to
+    LINE_WIDTH."""
     serving = f"{duration(verdict['serve_s'])} of serving (infer) or " if verdict.get("serve_s") else ""
     head = f"verdict for {serving}{verdict['steps']:,} steps, {verdict['cache']} compile"
     out = [head + (f"; every model: {verdict['shared']}" if verdict.get("shared") else "")]
     for v in verdict["models"]:
         head = f"use {v['choice']}" if v["outcome"] == "compile" else "eager"
-        text = f"verdict {v['model']}: {head}: {v['why']}"
+        out.append(f"verdict {v['model']}: {head}: {v['why']}")
         label = "risks" if v["outcome"] == "compile" else f"risks of {v.get('setting')}"
-        text += f"; {label}: {'; '.join(v['risks'])}" if v.get("risks") else ""
-        text += f"; failed: {', '.join(v['failed'])}" if v["failed"] else ""
-        out.append(text if len(text) <= LINE_WIDTH else text[: LINE_WIDTH - 3] + "...")
+        more = ([f"{label}: {'; '.join(v['risks'])}"] if v.get("risks") else []) + (
+            [f"failed: {', '.join(v['failed'])}"] if v["failed"] else []
+        )
+        out += [f"  {'; '.join(more)}"] if more else []  # the model's second line, only when there is news
     if verdict.get("suite"):
         from orchestrator.suite import suite_lines
 
         out += suite_lines(verdict["suite"], LINE_WIDTH)
-    return out
+    return [line if len(line) <= LINE_WIDTH else line[: LINE_WIDTH - 3] + "..." for line in out]
 
 
 def write_verdict(sweep_dir: Path, df: pd.DataFrame, vc: VerdictConfig) -> dict[str, Any]:

@@ -150,14 +150,15 @@ def decide(part: pd.DataFrame, settings: list[str], vc: VerdictConfig, sweep_dir
         "failed": [f"{setting_text(r, settings)} ({r['status']})" for _, r in failed.iterrows()],
     }
     if passed.empty:
-        return {**out, "choice": "eager", "outcome": "none_passed", "why": "no compiled setting passed"}
+        why = "no compiled setting passed" if len(compiled) else "no compiled setting in this sweep"
+        return {**out, "choice": "eager", "outcome": "none_passed", "why": why}
     figures = {i: assess(r, vc) for i, r in passed.iterrows()}
     gains = [i for i in figures if figures[i]["measurable"]]
     pick = max(gains or figures, key=lambda i: figures[i]["net_saved_s"] if gains else figures[i]["speedup"])
     f, row = figures[pick], passed.loc[pick]
     setting, ci = setting_text(row, settings), ci_text(*f["ci"])
     gain = f"{f['speedup']:.3g}x [{ci}]"
-    if gains and f["net_saved_s"] > 0:
+    if gains and (f["net_saved_s"] or 0) > 0:
         choice, outcome = setting, "compile"
         why = (
             f"saves {duration(f['net_saved_s'])} over {f['run']} net of {duration(f['compile_s'])} "

@@ -141,8 +141,10 @@ def compare(args: list[str]) -> int:
 
 
 def verdict(args: list[str]) -> int:
-    """Recompute the verdict of a sweep for another run (verdict.steps=N, verdict.serve_s=S,
-    verdict.cache=cold|warm): print it, rewrite verdict.json and the dashboard."""
+    """The verdict again, for another run (verdict.steps=N, verdict.serve_s=S, verdict.cache=warm).
+
+    Nothing is re-measured: the verdict is recomputed from the sweep's results, printed, and
+    written to verdict.json and the dashboard."""
     from omegaconf import OmegaConf
 
     from orchestrator.verdict import run_verdict

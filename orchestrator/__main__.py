@@ -4,6 +4,7 @@
     orchestrator --cfg job|hydra|all     the composed config, as Hydra prints it (--package, --resolve)
     orchestrator --help                  commands, flags, config groups and keys (read from conf/)
     orchestrator status|gather|cancel|report DIR ; orchestrator compare BASE CAND
+    orchestrator verdict DIR [verdict.steps=N ...]   the verdict again, for another run
 
 Exit codes: 0 all jobs ok, 1 some job failed (or a regression), 2 bad input, 130 interrupted.
 """

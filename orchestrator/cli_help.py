@@ -12,10 +12,11 @@ USAGE = """\
 usage: orchestrator [OVERRIDES...] [FLAGS]          run a sweep, e.g. +sweep=modes workload.size=tiny,small
        orchestrator COMMAND DIR                     a command on a sweep directory (below)
        orchestrator compare BASE CAND [compare.KEY=VALUE ...]
+       orchestrator verdict DIR [verdict.KEY=VALUE ...]
 (`python -m orchestrator` is the same command.)"""
 
 WIDTH = 110  # of the help text
-COMMANDS = ("status", "gather", "cancel", "report", "compare")
+COMMANDS = ("status", "gather", "cancel", "report", "compare", "verdict")
 EXIT_CODES = "Exit codes: 0 all jobs ok, 1 some job failed (or a regression), 2 bad input, 130 interrupted."
 HIDDEN = {"run", "config_path", "config_name", "config_dir", "experimental_rerun", "overrides"}
 COMPLETION = (
@@ -97,5 +98,7 @@ def command_help(name: str) -> str:
     from orchestrator import sweep_commands
 
     doc = textwrap.dedent(getattr(sweep_commands, name).__doc__ or "").strip()
-    args = "BASE CAND [compare.KEY=VALUE ...]" if name == "compare" else "DIR"
+    args = {"compare": "BASE CAND [compare.KEY=VALUE ...]", "verdict": "DIR [verdict.KEY=VALUE ...]"}.get(
+        name, "DIR"
+    )
     return f"usage: orchestrator {name} {args}\n\n{doc}"

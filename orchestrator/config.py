@@ -38,6 +38,7 @@ Strategy = choices("Strategy", ("none", "ddp", "fsdp"))
 LauncherName = choices("LauncherName", ("local", "slurm", "debug"))
 LoggerMode = choices("LoggerMode", ("offline", "online", "disabled"))
 FailureClass = choices("FailureClass", FAILURE_CLASSES)
+VerdictCache = choices("VerdictCache", ("cold", "warm"))
 
 
 class ConfigError(ValueError):
@@ -167,6 +168,9 @@ class BenchConfig:
     """Wall-clock limit of one job attempt; past it the job is `timeout`."""
     lr: float = 1e-4
     """AdamW learning rate for `train`."""
+    convergence_steps: int = 0
+    """`train`: eager, compiled and a second eager copy (batch permuted: another reduction order)
+    train N steps from identical weights on one data stream; 0 skips the check."""
 
     def __post_init__(self) -> None:
         check_min("bench.warmup", self.warmup, 0)
@@ -176,6 +180,7 @@ class BenchConfig:
         check_min("bench.processes", self.processes, 1)
         check_min("bench.timeout_s", self.timeout_s, 0, strict=True)
         check_min("bench.parity_multiplier", self.parity_multiplier, 1)
+        check_min("bench.convergence_steps", self.convergence_steps, 0)
 
 
 @dataclass
@@ -316,6 +321,22 @@ class CompareConfig:
 
 
 @dataclass
+class VerdictConfig:
+    """The run the verdict is for (`python -m orchestrator verdict DIR verdict.steps=N` recomputes it)."""
+
+    steps: int = 10_000
+    """Steps (train) or calls (infer) of the run that would pay the compile cost back."""
+    serve_s: float | None = None
+    """`infer` only: seconds of serving at full load instead (calls = what eager serves in that time)."""
+    cache: VerdictCache = VerdictCache["cold"]
+    """Compile cost the run pays: `cold` (an empty cache) or `warm` (a restart on a filled cache)."""
+
+    def __post_init__(self) -> None:
+        check_min("verdict.steps", self.steps, 1)
+        check_min("verdict.serve_s", self.serve_s, 0, strict=True)
+
+
+@dataclass
 class Config:
     """The whole composed config."""
 
@@ -328,6 +349,7 @@ class Config:
     retry: RetryConfig = field(default_factory=RetryConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
     compare: CompareConfig = field(default_factory=CompareConfig)
+    verdict: VerdictConfig = field(default_factory=VerdictConfig)
 
     def __post_init__(self) -> None:
         if self.parallel.world_size > 1 and self.parallel.nodes > 1 and self.launcher.name != "slurm":

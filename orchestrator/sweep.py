@@ -139,6 +139,9 @@ def finish(sweep_dir: Path, base: Config, console: Console, wanted: set[str] | N
     csv = write_table(sweep_dir, df)
     print_table(df, f"sweep {base.sweep.name}", console, read_plan(sweep_dir))
     console.print(f"results: {csv}")
+    from orchestrator.verdict import print_verdict, write_verdict
+
+    print_verdict(write_verdict(sweep_dir, df, base.verdict), console)
     if base.sweep.report:
         from orchestrator.report import write_dashboard
 

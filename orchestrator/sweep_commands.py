@@ -1,4 +1,4 @@
-"""Commands on an existing sweep directory: status, gather, cancel, report, compare."""
+"""Commands on an existing sweep directory: status, gather, cancel, report, compare, verdict."""
 
 from __future__ import annotations
 
@@ -138,3 +138,23 @@ def compare(args: list[str]) -> int:
     base_dir, cand_dir = _sweep_dir(paths[:1], "compare"), _sweep_dir(paths[1:], "compare")
     thresholds = _base_config(cand_dir, overrides).compare
     return run_compare(base_dir, cand_dir, thresholds)
+
+
+def verdict(args: list[str]) -> int:
+    """The verdict again, for another run (verdict.steps=N, verdict.serve_s=S, verdict.cache=warm).
+
+    Nothing is re-measured: the verdict is recomputed from the sweep's results, printed, and
+    written to verdict.json and the dashboard."""
+    from omegaconf import OmegaConf
+
+    from orchestrator.verdict import run_verdict
+
+    overrides = [a for a in args if "=" in a]
+    bad = [o for o in overrides if not o.startswith("verdict.")]
+    if bad:
+        raise ConfigError(f"verdict takes verdict.KEY=VALUE overrides only, not {bad[0]}")
+    sweep_dir = _sweep_dir([a for a in args if "=" not in a], "verdict")
+    # The sweep's own verdict settings, then the overrides; the schema check names a bad key.
+    sweep = OmegaConf.to_container(OmegaConf.structured(_base_config(sweep_dir)))
+    merged = OmegaConf.merge(sweep, OmegaConf.from_dotlist(overrides))
+    return run_verdict(sweep_dir, to_job_config(OmegaConf.to_container(merged)).verdict)  # type: ignore[arg-type]

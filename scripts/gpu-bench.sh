@@ -3,6 +3,8 @@
 # wheels from .whl/ (made by ../shared/scripts/device-wheels.sh), run each sweep given as one
 # quoted argument, and copy each sweep's table, full results and dashboard to $OUT/<n>/.
 #   bash scripts/gpu-bench.sh "+sweep=modes workload.size=gpt2 bench.dtype=bf16" ...
+# VERDICT_STEPS="10000 1000000" also recomputes each sweep's verdict for those run lengths
+# (`orchestrator verdict DIR verdict.steps=N`) into verdict-N.txt / verdict-N.json.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ -d .whl ]; then
@@ -20,6 +22,10 @@ for args in "$@"; do
   timeout "${SWEEP_TIMEOUT_S:-540}" python3 -m orchestrator $args sweep.dir=$dir logger=none
   python3 -m orchestrator gather "$dir" >/dev/null  # the table of what finished, even after a timeout
   mkdir -p "$OUT/run$n"
-  cp "$dir/results.csv" "$dir/results.jsonl" "$dir/dashboard.html" "$OUT/run$n/" 2>/dev/null
+  cp "$dir/results.csv" "$dir/results.jsonl" "$dir/dashboard.html" "$dir/verdict.json" "$OUT/run$n/" 2>/dev/null
+  for steps in ${VERDICT_STEPS:-}; do
+    python3 -m orchestrator verdict "$dir" verdict.steps="$steps" | tee "$OUT/run$n/verdict-$steps.txt"
+    cp "$dir/verdict.json" "$OUT/run$n/verdict-$steps.json"
+  done
   echo "python3 -m orchestrator $args" > "$OUT/run$n/command.txt"
 done

@@ -141,3 +141,18 @@ class EmptyOutput(MLP):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)[:, :0]
+
+
+class DriftsWhenCompiled(MLP):
+    """Compiled output scaled by 1 + ||W - W0||^2 (W0: the initial first-layer weights): exactly eager
+    at the start, so one-step parity passes, then further off the more training moves the weights."""
+
+    def __init__(self, dim: int = 32, hidden: int = 64) -> None:
+        super().__init__(dim, hidden)
+        self.register_buffer("w0", self.net[0].weight.detach().clone())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.net(x)
+        if torch.compiler.is_compiling():
+            y = y * (1 + (self.net[0].weight - self.w0).square().sum())
+        return y

@@ -32,6 +32,9 @@ class Workload:
     """Tokens per sample, where the workload has tokens."""
     blocks: list[tuple[nn.Module, str, nn.Module]] = field(default_factory=list)
     """(parent, attribute name, block) for each repeated block, for per-block compile and FSDP2."""
+    stream: Callable[[int], tuple[torch.Tensor, ...]] | None = None
+    """Inputs of training step i from a fixed corpus with something to learn (the convergence
+    check); None: seeded `make_inputs`."""
 
     @property
     def n_params(self) -> int:

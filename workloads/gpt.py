@@ -117,4 +117,25 @@ def build(cfg: WorkloadConfig, task: str, device: torch.device):
         return (inputs, targets) if task == "train" else (inputs,)
 
     blocks = [(model.blocks, str(i), b) for i, b in enumerate(model.blocks)]
-    return Workload(model, make_inputs, batch, seq, blocks)
+    return Workload(model, make_inputs, batch, seq, blocks, phrase_stream(size.vocab, batch, seq, device))
+
+
+PHRASE_LEN = 8  # tokens per phrase of the synthetic corpus
+
+
+def phrase_stream(vocab: int, batch: int, seq: int, device: torch.device, seed: int = 0):
+    """A learnable token stream: each sample is a run of phrases drawn at random from a fixed set of
+    phrases (PHRASE_LEN random tokens each). Within a phrase every next token is determined, so the
+    loss falls from ln(vocab) towards about ln(phrases) / PHRASE_LEN; step i's batch is fixed by i."""
+    n_phrases = max(2, min(1024, vocab // 4))
+    phrases = torch.randint(0, vocab, (n_phrases, PHRASE_LEN), generator=torch.Generator().manual_seed(seed))
+    per_row = -(-(seq + 1) // PHRASE_LEN) + 1  # one phrase spare for the random start offset
+
+    def stream(step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        g = torch.Generator().manual_seed(seed * 1_000_003 + step + 1)
+        picks = torch.randint(0, n_phrases, (batch, per_row), generator=g)
+        start = int(torch.randint(0, PHRASE_LEN, (), generator=g))
+        idx = phrases[picks].view(batch, -1)[:, start : start + seq + 1].to(device)
+        return idx[:, :-1].contiguous(), idx[:, 1:].contiguous()
+
+    return stream

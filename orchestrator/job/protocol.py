@@ -3,8 +3,9 @@
 Eager and compiled run in one process on the same inputs. Order matters: FLOPs (the first eager
 step) -> explain (it resets dynamo) -> the first eager and first compiled call from identical
 weights (compile cost, graphs captured, parity) -> warm-up and interleaved timed repetitions ->
-memory (distributed CUDA; one process: processes.py) -> the dynamic-shape schedule. When the two
-sides do not fit on the device together, SidesDoNotFit hands over to processes.one_after_the_other.
+memory (distributed CUDA; one process: processes.py) -> the dynamic-shape schedule -> convergence
+over N steps (optional). When the two sides do not fit on the device together, SidesDoNotFit hands
+over to processes.one_after_the_other.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import torch
 
 from orchestrator.config import CUDAGRAPH_MODES
 from orchestrator.failures import CompileError, ParityError
-from orchestrator.job import compile_cost, graphs, memory, parity, shapes, speed
+from orchestrator.job import compile_cost, convergence, graphs, memory, parity, shapes, speed
 from orchestrator.job.context import JobContext, Side
 from orchestrator.job.parallelize import prepare
 
@@ -80,6 +81,8 @@ def _both_sides(ctx: JobContext) -> None:
         memory.measure_memory(ctx, eager, compiled)
     if cfg.workload.shapes:
         shapes.run_shape_schedule(ctx, eager, compiled)
+    if cfg.bench.convergence_steps:
+        convergence.run_convergence(ctx, eager, compiled)
 
 
 def check_cudagraphs(ctx: JobContext) -> None:

@@ -16,7 +16,7 @@ from orchestrator.present import (
     model_columns,
     with_axes,
 )
-from orchestrator.report import compile_charts, figures
+from orchestrator.report import compile_charts, convergence_chart, figures, verdict_section
 from orchestrator.report.page import asset, grid, html_table, links, results_columns
 from orchestrator.report.summary import aggregates, best_per_model
 from orchestrator.results import read_plan
@@ -102,7 +102,8 @@ def write_dashboard(sweep_dir: Path, df: pd.DataFrame, compare: pd.DataFrame | N
     ]
     best = best_per_model(df, models, settings)
     best_cols = [(c, c, True) for c in best.columns if c != "job"]
-    sections = [
+    sections = [_section(*s) for s in verdict_section.sections(sweep_dir, df)]
+    sections += [
         _section(
             f"Best compiled setting per model ({' '.join(models) or 'all jobs'})",
             grid("best", best, best_cols, page_size=15),
@@ -118,7 +119,7 @@ def write_dashboard(sweep_dir: Path, df: pd.DataFrame, compare: pd.DataFrame | N
         )
     hidden = []
     plotly_js: bool | str = True  # plotly.js inlined once, with the first chart
-    for chart in charts(df, swept):
+    for chart in charts(df, swept) + convergence_chart.charts(sweep_dir, df):
         if chart.figure is None:
             hidden.append(f"{chart.title}: {chart.note}")
             continue

@@ -1,0 +1,80 @@
+"""The top of the dashboard: the verdict per model and, over several models, the suite summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from orchestrator.config import VerdictConfig
+from orchestrator.present import ci_text
+from orchestrator.report.page import grid, html_table
+from orchestrator.suite import suite_table
+from orchestrator.verdict import compute, duration, read_verdict
+
+VERDICT_COLUMNS = [
+    "model",
+    "verdict",
+    "net saved",
+    "speedup",
+    "95% CI",
+    "compile s",
+    "pays back after",
+    "why",
+]
+
+
+def verdict_table(verdict: dict) -> pd.DataFrame:
+    rows = []
+    for v in verdict["models"]:
+        chosen = v["outcome"] == "compile"
+        rows.append(
+            {
+                "model": v["model"],
+                "verdict": f"use {v['choice']}" if chosen else f"eager ({v['outcome'].replace('_', ' ')})",
+                "net saved": duration(v.get("net_saved_s")) if chosen else "-",
+                "speedup": v.get("speedup"),
+                "95% CI": ci_text(*(v.get("ci") or [None, None])),
+                "compile s": v.get("compile_s"),
+                "pays back after": v.get("payback_steps"),
+                "why": v["why"],
+                "risks": "; ".join(v.get("risks") or []) or "none seen",
+                "failed": ", ".join(v.get("failed") or []) or "-",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def sections(sweep_dir: Path, df: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """(title, body, note) of the verdict and the suite summary: verdict.json as the sweep (or the
+    `verdict` command) wrote it, else computed with the default run."""
+    verdict = read_verdict(sweep_dir) or compute(df, sweep_dir, VerdictConfig())
+    serving = f"{duration(verdict['serve_s'])} of serving (infer) or " if verdict.get("serve_s") else ""
+    run = f"{serving}{verdict['steps']:,} steps, {verdict['cache']} compile"
+    shared = f" Every model: {verdict['shared']}." if verdict.get("shared") else ""
+    table = verdict_table(verdict)
+    cols = [(c, c, True) for c in VERDICT_COLUMNS] + [("risks", "risks", True), ("failed", "failed", False)]
+    out = [
+        (
+            f"Verdict for {run}",
+            grid("verdict", table, cols, page_size=15),
+            "Per model: the setting that saves the most time over that run net of its compile cost, among "
+            "the settings that passed (finished ok, parity ok); eager when none pays back, 'no gain' when "
+            "the best speedup's CI includes 1. Risks are the named setting's. Recompute for another run: "
+            f"python -m orchestrator verdict DIR verdict.steps=N.{shared}",
+        )
+    ]
+    suite = verdict.get("suite")
+    if suite:
+        flags = pd.DataFrame(suite["flags"], columns=["model", "setting", "flag"])
+        body = html_table(
+            suite_table(suite), ["setting", "geomean speedup", "95% CI", "pass rate", "flags"], "suite"
+        )
+        body += html_table(flags, list(flags.columns), "suite-flags") if len(flags) else ""
+        note = (
+            f"Over {suite['models']} models: the geometric mean of each setting's speedups over the models "
+            "where it passed (95% CI from each model's own CI), the pass rate, and flags as on PyTorch's "
+            "dashboard: speedup < 0.95, compile > 120 s, memory ratio > 1.1, graph breaks."
+        )
+        out.append(("Suite summary", f"<div class='aggregates'>{body}</div>", note))
+    return out

@@ -1,0 +1,182 @@
+"""The verdict and the suite summary: planted sweeps (result files with the real schema, copied from a
+real job's result.json) where the verdict must pick eager, pick a mode, or find no measurable gain;
+then a real tiny sweep that prints it, writes verdict.json and shows it on the dashboard."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import shutil
+
+import pytest
+from conftest import results, run_cli
+
+from orchestrator.config import VerdictConfig
+from orchestrator.results import PLAN_FILE, RESULT_FILE, gather, write_json_atomic
+from orchestrator.suite import geomean_ci
+from orchestrator.verdict import compute, lines
+
+
+@pytest.fixture(scope="module")
+def template(initargs_sweep) -> dict:
+    """A real compiled job's result, emptied of the figures the plants set."""
+    real = next(r for r in results(initargs_sweep).values() if r["mode"] == "default")
+    drop = ("graph_breaks", "dyn_recompiles", "dyn_compile_s", "memory_ratio", "compile_warm_s")
+    return {k: v for k, v in real.items() if k not in drop}
+
+
+def plant(sweep_dir, template: dict, jobs: list[dict]) -> None:
+    """One result file per planted job (mode and size are its axes); a training GPT row each."""
+    plan = {}
+    for job in jobs:
+        axes = {"compile.mode": job["mode"], "workload.size": job.get("size", "gpt2")}
+        label = " ".join(f"{k}={v}" for k, v in axes.items())
+        job_id = hashlib.sha256(label.encode()).hexdigest()[:12]
+        row = dict(template, job_id=job_id, label=label, axes=axes, workload="gpt", task="train")
+        row.update(size=axes["workload.size"], status="ok", parity_ok=True, eager_ms=50.0)
+        row.update(job)
+        if "speedup" in job:
+            row.setdefault("compiled_ms", row["eager_ms"] / job["speedup"])
+        write_json_atomic(sweep_dir / "jobs" / job_id / RESULT_FILE, row)
+        plan[job_id] = {"label": label, "axes": axes}
+    write_json_atomic(sweep_dir / PLAN_FILE, {"name": "planted", "jobs": plan})
+
+
+def verdict_of(sweep_dir, **kw) -> dict:
+    return compute(gather(sweep_dir), sweep_dir, VerdictConfig(**kw))
+
+
+def gain(mode: str, speedup: float, low: float, high: float, compile_s: float, **kw) -> dict:
+    return dict(mode=mode, speedup=speedup, speedup_ci_low=low, speedup_ci_high=high, compile_s=compile_s,
+                compile_cold_s=compile_s, **kw)  # fmt: skip
+
+
+CONTROL = dict(mode="eager", speedup=1.0, speedup_ci_low=0.99, speedup_ci_high=1.01, compile_s=0.0)
+
+
+def test_eager_when_the_compile_cost_is_never_paid_back(template, tmp_path):
+    # 50 ms eager at 1.05x saves 2.4 ms a step: 300 s of compile needs 126k steps.
+    plant(tmp_path, template, [CONTROL, gain("default", 1.05, 1.03, 1.07, 300.0, compile_warm_s=20.0)])
+    (v,) = verdict_of(tmp_path, steps=10_000)["models"]
+    assert (v["choice"], v["outcome"]) == ("eager", "eager_cost")
+    assert v["payback_steps"] == pytest.approx(300 / (0.05 * (1 - 1 / 1.05)))
+    assert v["net_saved_s"] == pytest.approx(10_000 * 0.05 * (1 - 1 / 1.05) - 300)
+    assert "never paid back" in v["why"] and "126" in v["why"]
+    # The same sweep for a run that is long enough, or restarting on a warm cache, pays it back.
+    (long,) = verdict_of(tmp_path, steps=1_000_000)["models"]
+    assert (long["choice"], long["outcome"]) == ("default", "compile")
+    (warm,) = verdict_of(tmp_path, steps=10_000, cache="warm")["models"]
+    assert warm["choice"] == "default" and warm["compile_s"] == 20.0 and warm["compile_kind"] == "warm"
+
+
+def test_picks_the_mode_that_saves_most_over_the_run_among_those_that_passed(template, tmp_path):
+    reasons = [{"reason": "Unsupported: print", "where": "m.py:3"}] * 2 + [
+        {"reason": "item()", "where": "m.py:5"}
+    ]
+    plant(
+        tmp_path,
+        template,
+        [
+            CONTROL,
+            gain("default", 1.3, 1.25, 1.35, 20.0, graph_breaks=3, break_reasons=reasons, memory_ratio=1.3),
+            gain("max-autotune", 1.4, 1.35, 1.45, 600.0),
+            gain("reduce-overhead", 2.0, 1.9, 2.1, 10.0, status="parity_fail", parity_ok=False),
+        ],
+    )
+    (short,) = verdict_of(tmp_path, steps=10_000)["models"]
+    assert (short["choice"], short["outcome"]) == ("default", "compile"), "max-autotune's 600 s do not pay"
+    assert short["net_saved_s"] == pytest.approx(10_000 * 0.05 * (1 - 1 / 1.3) - 20)
+    assert short["failed"] == ["reduce-overhead (parity_fail)"], "faster, but it failed parity"
+    assert short["risks"][0] == "3 graph break(s) (top: Unsupported: print)"
+    assert any(r.startswith("memory up 1.30x") for r in short["risks"])
+    (long,) = verdict_of(tmp_path, steps=1_000_000)["models"]
+    assert long["choice"] == "max-autotune" and long["risks"] == []
+    _, decision, details = lines(verdict_of(tmp_path, steps=10_000))
+    assert decision.startswith(
+        "verdict gpt gpt2 train fp32 none: use default: saves 1.59 min over 10,000 steps"
+    )
+    assert (
+        details.startswith("  risks: 3 graph break(s)") and "failed: reduce-overhead (parity_fail)" in details
+    )
+
+
+def test_no_measurable_gain_when_the_ci_includes_one(template, tmp_path):
+    plant(tmp_path, template, [CONTROL, gain("default", 1.02, 0.97, 1.08, 5.0)])
+    (v,) = verdict_of(tmp_path, steps=1_000_000)["models"]
+    assert (v["choice"], v["outcome"]) == ("eager", "no_gain"), "a long run does not make noise a gain"
+    assert "no measurable gain" in v["why"] and "includes 1" in v["why"]
+
+
+def test_serving_duration_counts_the_calls_eager_serves(template, tmp_path):
+    plant(tmp_path, template, [gain("default", 1.25, 1.2, 1.3, 60.0, task="infer", eager_ms=10.0)])
+    (v,) = verdict_of(tmp_path, serve_s=3600.0)["models"]
+    assert v["steps"] == pytest.approx(360_000) and v["run"] == "1.00 h of serving (360000 calls)"
+    assert v["net_saved_s"] == pytest.approx(3600 * (1 - 1 / 1.25) - 60)
+
+
+def test_suite_summary_geomean_pass_rate_and_flags(template, tmp_path):
+    plant(
+        tmp_path,
+        template,
+        [
+            gain("default", 1.2, 1.1, 1.3, 10.0, size="gpt2"),
+            gain("default", 0.9, 0.85, 0.95, 150.0, size="gpt2-medium", memory_ratio=1.2),
+            gain("default", 1.5, 1.4, 1.6, 10.0, size="gpt2-large", graph_breaks=2),
+            gain("default", 3.0, 2.9, 3.1, 10.0, size="gpt2-xl", status="crash"),
+        ],
+    )
+    verdict = verdict_of(tmp_path)
+    suite = verdict["suite"]
+    (default,) = suite["settings"]
+    assert (default["models"], default["passed"]) == (4, 3) and default["pass_rate"] == 0.75
+    assert default["geomean_speedup"] == pytest.approx((1.2 * 0.9 * 1.5) ** (1 / 3)), "the crash is left out"
+    low, high = default["ci"]
+    assert low < default["geomean_speedup"] < high < 1.3
+    flags = {(f["model"], f["flag"]) for f in suite["flags"]}
+    assert flags == {
+        ("gpt2-medium", "speedup 0.900 < 0.95"),
+        ("gpt2-medium", "compile 150 s > 120 s"),
+        ("gpt2-medium", "memory ratio 1.20 > 1.1"),
+        ("gpt2-large", "2 graph break(s)"),
+    }
+    assert [v["model"] for v in verdict["models"]] == ["gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"]
+    assert verdict["shared"] == "gpt train fp32 none"
+    assert any(line.startswith("suite of 4 models, geomean speedup: default 1.") for line in lines(verdict))
+
+
+def test_geomean_ci_of_identical_models_narrows_as_sqrt_k():
+    lo, hi = 1.2 / 1.1, 1.2 * 1.1  # symmetric in log space, as the suite's CI is
+    one = geomean_ci([1.2], [lo], [hi])
+    four = geomean_ci([1.2] * 4, [lo] * 4, [hi] * 4)
+    assert one == pytest.approx((1.2, lo, hi), rel=1e-6), "one model: its own CI"
+    width = lambda ci: math.log(ci[2]) - math.log(ci[1])  # noqa: E731
+    assert width(four) == pytest.approx(width(one) / 2)
+
+
+def test_real_sweep_prints_writes_and_shows_the_verdict(initargs_sweep, tmp_path):
+    stdout = (initargs_sweep.parent.parent / "cli_stdout.txt").read_text()
+    verdict = json.loads((initargs_sweep / "verdict.json").read_text())
+    assert verdict["steps"] == 10_000 and verdict["cache"] == "cold"
+    models = [v["model"] for v in verdict["models"]]
+    assert sorted(models) == ["hidden=32", "hidden=64"]
+    for v in verdict["models"]:
+        assert v["outcome"] in ("compile", "eager_cost", "no_gain", "slower"), v
+        assert f"verdict {v['model']}: " in stdout
+    assert "suite of 2 models" in stdout
+    page = (initargs_sweep / "dashboard.html").read_text()
+    data = json.loads(re.search(r"id='verdict-data'>(.*?)</script>", page).group(1).replace("<\\/", "</"))
+    assert [row[0] for row in data["rows"]] == models and page.index("verdict-data") < page.index("id='best'")
+
+    # Recomputed from the finished directory for a longer run: new file, new lines, new page.
+    sweep = tmp_path / "copy"
+    shutil.copytree(initargs_sweep, sweep)
+    proc = run_cli(["verdict", str(sweep), "verdict.steps=1000000"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((sweep / "verdict.json").read_text())["steps"] == 1_000_000
+    assert proc.stdout.startswith("verdict for 1,000,000 steps, cold compile")
+    assert "1,000,000 steps" in (sweep / "dashboard.html").read_text()
+    bad = run_cli(["verdict", str(sweep), "verdict.cache=hot"], cwd=tmp_path)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "error: verdict.cache='hot' is not valid; choose one of: cold, warm"

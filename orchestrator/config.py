@@ -139,7 +139,7 @@ class BenchConfig:
     dtype: Dtype = Dtype["fp32"]
     """Compute dtype; bf16/fp16 run under autocast with fp32 weights."""
     device: DeviceName = DeviceName["auto"]
-    """`auto` (cuda if present, else cpu), `cpu` or `cuda`."""
+    """`auto` (cuda if present, else cpu; under launcher=slurm always cuda), `cpu` or `cuda`."""
     warmup: int = 3
     """Untimed steps per side after the first (compiling) call."""
     repeats: int = 10
@@ -162,6 +162,8 @@ class BenchConfig:
     """Wall-clock limit of one job attempt; past it the job is `timeout`."""
     lr: float = 1e-4
     """AdamW learning rate for `train`."""
+    measure_peaks: bool = False
+    """Measure this node's matmul TFLOP/s and copy bandwidth once (cached in SWEEP/peaks/); MFU uses them."""
 
     def __post_init__(self) -> None:
         check_min("bench.warmup", self.warmup, 0)
@@ -219,7 +221,8 @@ class LauncherConfig:
     time_min: int | None = None
     """Slurm time limit per job in minutes; null derives it from bench.timeout_s."""
     gpus_per_node: int | None = None
-    """GPUs per node; null: one per rank on GPU runs, none on CPU."""
+    """GPUs per node; null: one per rank when jobs use CUDA (`bench.device=cuda`, or `auto` under
+    Slurm or on a GPU host), none for `bench.device=cpu`."""
     cpus_per_task: int | None = None
     """CPUs per task."""
     mem_gb: float | None = None

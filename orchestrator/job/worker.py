@@ -27,6 +27,7 @@ from orchestrator.job.compile_cost import (
     tlparse_report,
     torch_trace,
 )
+from orchestrator.job.device import check_device, job_device
 from orchestrator.job.skeleton import log_paths, result_skeleton
 from orchestrator.results import RESULT_FILE, write_json_atomic
 from orchestrator.spec import JobSpec
@@ -62,12 +63,6 @@ def compile_probes(spec: JobSpec, device: torch.device, cache: Path, result: dic
     result["break_even_warm_steps"] = warm / saved_s if saved_s > 0 and warm is not None else None
 
 
-def _device(name: str) -> torch.device:
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(name)
-
-
 def _log_run(spec: JobSpec, event: str) -> None:
     """One line per start and per result written, in `runs.log`: how often a job really ran."""
     with (spec.job_dir / RUNS_FILE).open("a") as f:
@@ -79,6 +74,7 @@ def run_job(spec: JobSpec) -> dict | None:
     from orchestrator.job.context import JobContext
     from orchestrator.job.environment import describe
     from orchestrator.job.parallelize import init_distributed, local_device
+    from orchestrator.job.peaks import node_peaks
     from orchestrator.job.protocol import run_protocol
     from workloads import build_workload
 
@@ -88,7 +84,7 @@ def run_job(spec: JobSpec) -> dict | None:
     spec.job_dir.mkdir(parents=True, exist_ok=True)
     result = result_skeleton(spec) | log_paths()
     _log_run(spec, "start")
-    device = _device(cfg.bench.device)
+    device = job_device(cfg.bench.device)
     rank, world = 0, 1
     ctx = None
     started = time.time()
@@ -99,14 +95,16 @@ def run_job(spec: JobSpec) -> dict | None:
     trace_dir = spec.job_dir / "trace" if cfg.compile.trace else None
     with compile_settings(spec.config["compile"], len(cfg.workload.shapes), cache), torch_trace(trace_dir):
         try:
+            check_device(cfg.bench.device, cfg.launcher.name)  # a GPU job never times the CPU
             if cfg.parallel.world_size > 1:
                 rank, world = init_distributed(device, cfg.bench.timeout_s)
             device = local_device(device)
             if private and compiled_mode:
                 prime(device)  # one-offs of this process and machine stay out of the cold figure
             torch._dynamo.reset()  # nothing compiled earlier in this process may serve this job
+            measured = node_peaks(device, Path(spec.sweep_dir)) if cfg.bench.measure_peaks else None
             workload = build_workload(cfg.workload, cfg.bench.task, device, cfg.bench.seed)
-            ctx = JobContext(cfg, workload, device, rank, world, spec.job_dir if probes else None)
+            ctx = JobContext(cfg, workload, device, rank, world, spec.job_dir if probes else None, measured)
             result.update(run_protocol(ctx))
             result["compile_cold_s"] = result["compile_s"] if private and compiled_mode else None
             del ctx.wl, workload  # the probes want the device to themselves

@@ -84,10 +84,14 @@ def peak_flops(
         return measured["tflops"][kind] * 1e12, f"measured: {kind} matmul on {measured['device']}"
     if device.type != "cuda":
         return None, "no spec for CPUs (bench.measure_peaks=true measures an fp32 matmul)"
-    name = _device_name(device)
-    spec = spec_for(name)
+    return spec_flops(_device_name(device), kind)
+
+
+def spec_flops(device_name: str, kind: str) -> tuple[float | None, str]:
+    """(spec-sheet FLOP/s, basis) of a GPU for a matmul kind (bf16, fp16, tf32, fp32)."""
+    spec = spec_for(device_name)
     if spec is None:
-        return None, f"no spec for {name!r}"
+        return None, f"no spec for {device_name!r}"
     tflops = spec.bf16 if kind in ("bf16", "fp16") else getattr(spec, kind)
     return tflops * 1e12, f"spec: {spec.variant} {kind}"
 
@@ -149,8 +153,6 @@ def measure(device: torch.device) -> dict:
     numel = (1 << 28 if cuda else 1 << 24) // 4  # 256 MiB on a GPU, 16 MiB on a CPU, of fp32
     src, dst = torch.empty(numel, device=device), torch.empty(numel, device=device)
     copy_s = _seconds(device, lambda: dst.copy_(src), 20)
-    if cuda:
-        torch.cuda.empty_cache()
     return {
         "host": socket.gethostname(),
         "device": _device_name(device),
@@ -161,7 +163,7 @@ def measure(device: torch.device) -> dict:
 
 
 def cache_path(sweep_dir: Path, device: torch.device) -> Path:
-    name = re.sub(r"[^A-Za-z0-9.]+", "_", f"{socket.gethostname()}-{_device_name(device)}")
+    name = re.sub(r"[^A-Za-z0-9.-]+", "_", f"{socket.gethostname()}-{_device_name(device)}")
     return Path(sweep_dir) / PEAKS_DIR / f"{name}.json"
 
 

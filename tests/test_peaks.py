@@ -41,7 +41,10 @@ def test_device_names_match_their_variant(name, variant):
     assert spec is not None and spec.variant == variant, name
 
 
-@pytest.mark.parametrize("name", ["NVIDIA L40", "NVIDIA A10G", "NVIDIA GeForce RTX 4090", "Tesla V100-SXM2-16GB"])
+UNKNOWN = ["NVIDIA L40", "NVIDIA A10G", "NVIDIA GeForce RTX 4090", "Tesla V100-SXM2-16GB"]
+
+
+@pytest.mark.parametrize("name", UNKNOWN)
 def test_gpus_not_in_the_table_have_no_peak(name):
     assert peaks.spec_for(name) is None
     assert peaks.spec_flops(name, "bf16") == (None, f"no spec for {name!r}")

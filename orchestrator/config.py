@@ -141,7 +141,7 @@ class BenchConfig:
     dtype: Dtype = Dtype["fp32"]
     """Compute dtype; bf16/fp16 run under autocast with fp32 weights."""
     device: DeviceName = DeviceName["auto"]
-    """`auto` (cuda if present, else cpu), `cpu` or `cuda`."""
+    """`auto` (cuda if present, else cpu; under launcher=slurm always cuda), `cpu` or `cuda`."""
     warmup: int = 3
     """Untimed steps per side after the first (compiling) call."""
     repeats: int = 10
@@ -171,6 +171,8 @@ class BenchConfig:
     convergence_steps: int = 0
     """`train`: eager, compiled and a second eager copy (batch permuted: another reduction order)
     train N steps from identical weights on one data stream; 0 skips the check."""
+    measure_peaks: bool = False
+    """Measure this node's matmul TFLOP/s and copy bandwidth once (cached in SWEEP/peaks/); MFU uses them."""
 
     def __post_init__(self) -> None:
         check_min("bench.warmup", self.warmup, 0)
@@ -230,7 +232,8 @@ class LauncherConfig:
     time_min: int | None = None
     """Slurm time limit per job in minutes; null derives it from bench.timeout_s."""
     gpus_per_node: int | None = None
-    """GPUs per node; null: one per rank on GPU runs, none on CPU."""
+    """GPUs per node; null: one per rank when jobs use CUDA (`bench.device=cuda`, or `auto` under
+    Slurm or on a GPU host), none for `bench.device=cpu`."""
     cpus_per_task: int | None = None
     """CPUs per task."""
     mem_gb: float | None = None

@@ -34,6 +34,7 @@ FIGURE_COLUMNS = [
     ("parity_ok", "parity"),
     ("graph_breaks", "breaks"),
     ("dyn_recompiles", "recompiles"),
+    ("iso_ok", "isolation"),
     ("status", "status"),
 ]
 # Plain output: no line longer than this; the figures least needed go first when it would be.
@@ -151,6 +152,13 @@ def write_table(sweep_dir: Path, df: pd.DataFrame) -> Path:
     return csv
 
 
+def isolation_flag(iso_ok: Any) -> str:
+    """'!' for a job measured next to a foreign process, throttled, or on a busy host (job/isolation.py)."""
+    from orchestrator.present import present
+
+    return "!" if present(iso_ok) and not bool(iso_ok) else ""
+
+
 def format_cell(row: pd.Series, key: str) -> str:
     """A table cell: numbers to 3 significant digits, counts as integers, '-' when absent."""
     from orchestrator.present import axis_text, ci_text, present, sig
@@ -159,6 +167,8 @@ def format_cell(row: pd.Series, key: str) -> str:
         text = ci_text(row.get("speedup_ci_low"), row.get("speedup_ci_high"))
         apart = present(row.get("interleaved")) and not bool(row.get("interleaved"))
         return text + " apart" if apart else text  # the sides ran one after the other
+    if key == "iso_ok":
+        return isolation_flag(row.get(key)) or "-"  # the column shows only where a job is flagged
     value = row.get(key)
     if not present(value):
         return "-"
@@ -237,6 +247,9 @@ def print_table(
         f"{row['job_id']} {row['status']}: {str(row.get('error')).splitlines()[0]}"
         for _, row in failed.iterrows()
     ]
+    if "iso_ok" in df:
+        flagged = df[[isolation_flag(v) == "!" for v in df["iso_ok"]]]
+        notes += [f"{row['job_id']} isolation: {row.get('iso_note')}" for _, row in flagged.iterrows()]
     if not console.is_terminal:
         head = textwrap.wrap(f"{title}: {len(df)} job(s)" + (f"; {caption}" if caption else ""), PLAIN_WIDTH)
         for line in [*head, *plain_table(columns, rows), *notes]:

@@ -1,8 +1,14 @@
-"""The sbatch script a multi-node GPU sweep generates (no cluster needed to write it)."""
+"""The sbatch script a sweep generates (no cluster needed to write it): multi-node GPU lines, and
+GPUs asked for by the device setting, not by what the submitting host has."""
 
 from __future__ import annotations
 
+import pytest
+import torch
 from conftest import run_cli
+
+from orchestrator.launch import sbatch_script
+from orchestrator.plan import build_plan
 
 
 def test_multinode_gpu_sbatch_lines(tmp_path):
@@ -50,3 +56,28 @@ def test_multinode_gpu_sbatch_lines(tmp_path):
     ):
         assert expected in lines, (expected, proc.stdout)
     assert any(ln.startswith("srun --unbuffered") for ln in lines)
+
+
+def sbatch_lines(tmp_path, *overrides: str) -> list[str]:
+    """The #SBATCH lines of a sweep's first job, as `--dry-run` prints them (the same function)."""
+    plan = build_plan(["launcher=slurm", f"sweep.dir={tmp_path}", *overrides])
+    script = sbatch_script(plan.jobs[0], plan.base, plan.sweep_dir)
+    return [ln for ln in script.splitlines() if ln.startswith("#SBATCH")]
+
+
+@pytest.mark.parametrize(
+    "overrides,gpus",
+    [
+        ([], 1),  # device=auto: the login node has no GPU, yet the job asks Slurm for one
+        (["parallel=ddp", "parallel.ranks_per_node=4"], 4),  # one GPU per rank
+        (["bench.device=cuda"], 1),
+        (["launcher.gpus_per_node=8"], 8),
+        (["bench.device=cpu"], None),
+        (["launcher.gpus_per_node=0"], None),
+    ],
+)
+def test_slurm_gpu_request_follows_the_device_not_the_login_node(tmp_path, overrides, gpus):
+    assert not torch.cuda.is_available(), "this test is about a submitting host without GPUs"
+    lines = sbatch_lines(tmp_path, *overrides)
+    requested = [ln for ln in lines if ln.startswith(("#SBATCH --gpu", "#SBATCH --gres"))]
+    assert requested == ([f"#SBATCH --gpus-per-node={gpus}"] if gpus else []), lines

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -16,7 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, TESTS, results, run_cli
 
-SLURM = ["launcher=slurm"]
+# This cluster has no GPUs: under Slurm `bench.device=auto` asks for one, so the tests run on the CPU.
+SLURM = ["launcher=slurm", "bench.device=cpu"]
 
 
 @pytest.fixture(scope="module")
@@ -267,3 +269,18 @@ def test_refused_sbatch_is_one_line_exit_2_and_resumable(cluster, tmp_path, fast
     proc = run_cli(args, cwd=tmp_path, timeout=300)  # the setting fixed: the sweep resumes and runs
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(results(tmp_path / "sweeps" / "default")) == 2
+
+
+def test_a_gpu_job_on_a_node_without_cuda_fails_saying_so(cluster, tmp_path, fast):
+    """`bench.device=auto` under Slurm is a GPU job. This cluster has no GPUs (no GRES), so the GPU
+    request is lifted (`launcher.gpus_per_node=0`) to get past sbatch; the job then lands on a node
+    where CUDA sees none, and fails with a row saying so instead of timing the CPU."""
+    args = ["launcher=slurm", "launcher.gpus_per_node=0", "workload=block", "bench.task=infer"]
+    proc = run_cli([*args, "compile.mode=eager", *fast, "sweep.report=false"], cwd=tmp_path, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (r,) = results(tmp_path / "sweeps" / "default").values()
+    assert r["status"] == "crash" and r.get("eager_ms") is None, "failed before timing anything"
+    assert r["error"] == (
+        "DeviceMissingError: expected a GPU (bench.device=auto under launcher=slurm asks Slurm for one) "
+        f"but CUDA sees none on {socket.gethostname()}; set bench.device=cpu to benchmark the CPU"
+    )

@@ -9,20 +9,6 @@ from pathlib import Path
 
 import torch
 
-# Dense peak TFLOP/s for bf16/fp16 tensor cores, by device-name fragment.
-PEAK_TFLOPS_16BIT = {"H200": 989.0, "H100": 989.0, "A100": 312.0}
-
-
-def peak_flops(device: torch.device, dtype: str) -> float | None:
-    """Peak FLOP/s for MFU, where known (16-bit dtypes on known GPUs)."""
-    if device.type != "cuda" or dtype == "fp32":
-        return None
-    name = torch.cuda.get_device_name(device)
-    for fragment, tflops in PEAK_TFLOPS_16BIT.items():
-        if fragment in name:
-            return tflops * 1e12
-    return None
-
 
 def git_revision() -> str | None:
     try:

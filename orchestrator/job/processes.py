@@ -46,7 +46,14 @@ def more_processes(spec: JobSpec, ctx: JobContext, cache: Path, processes: int) 
             break
         for key, values in got["timings"].items():
             ctx.timings.setdefault(key, []).extend(values)
+        merge_isolation(ctx.result, got.get("isolation"))
     speed.summarize(ctx)
+
+
+def merge_isolation(result: dict, other: dict | None) -> None:
+    """A process measured under foreign load or throttling flags the job (the first such note)."""
+    if other and other.get("iso_ok") is False and result.get("iso_ok") is not False:
+        result.update(other)
 
 
 def sides_alone(spec: JobSpec, ctx: JobContext, cache: Path, full: bool, prime: bool = False) -> dict:
@@ -62,6 +69,7 @@ def sides_alone(spec: JobSpec, ctx: JobContext, cache: Path, full: bool, prime: 
                 raise torch.OutOfMemoryError(f"the {role} side alone does not fit on the device: {error}")
             raise RuntimeError(f"the {role} side alone failed: {error}")
         answers[role] = got
+        merge_isolation(r, got.get("isolation"))
         if "peak_gib" in got:
             r[f"{role}_peak_gib"], r[f"{role}_reserved_gib"] = got["peak_gib"], got["reserved_gib"]
         r[f"{role}_alone_ms"] = sum(got["timings"][f"{role}_ms"]) / len(got["timings"][f"{role}_ms"])

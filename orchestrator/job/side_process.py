@@ -76,6 +76,7 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
                 side.optimizer = ctx.optimizer(side.model)
         speed.measure_speed(ctx, sides, req.get("process", 0))
         out["timings"] = ctx.timings
+        out["isolation"] = {k: v for k, v in ctx.result.items() if k.startswith("iso_")}
     if device.type == "cuda":
         synchronize(device)
         out["peak_gib"] = torch.cuda.max_memory_allocated(device) / GIB

@@ -4,12 +4,13 @@ first; each step timed on its own too (percentiles). `summarize` turns the timin
 
 from __future__ import annotations
 
+import os
 import statistics
 
 import torch
 
 from orchestrator.job.context import JobContext, Side, synchronize
-from orchestrator.job.environment import peak_flops
+from orchestrator.job import isolation, peaks
 from orchestrator.stats import median_ratio_ci, percentiles, unpaired_ratio_ci
 
 
@@ -47,6 +48,9 @@ def measure_speed(ctx: JobContext, sides: dict[str, Side], process: int = 0) -> 
         for side in sides.values():
             ctx.step(side)
     synchronize(ctx.device)
+    # Who else is on the device, clocks, throttling, host load: the conditions of these timings.
+    own_pids = {int(p) for p in ctx.all_gather(os.getpid())} | {os.getppid()}
+    ctx.result.update(isolation.snapshot(ctx.device, own_pids))
     names = list(sides)
     for i in range(b.repeats):
         for name in names if i % 2 == 0 else names[::-1]:
@@ -79,7 +83,9 @@ def summarize(ctx: JobContext) -> None:
     for name in ("eager", "compiled"):
         for q, v in percentiles(t.get(f"{name}_step_ms", [])).items():
             r[f"{name}_p{q}_ms"] = v
-    peak = peak_flops(ctx.device, b.dtype)
+    peak, basis = peaks.peak_flops(ctx.device, b.dtype, ctx.peaks)
+    r["mfu_peak_tflops"] = peak / 1e12 if peak else None
+    r["mfu_basis"] = basis
     flops = r.get("flops_per_step")
     batch, seq = r["batch_size"], r.get("seq_len")
     for name, ms in (("eager", eager_med), ("compiled", comp_med)):

@@ -29,6 +29,7 @@ from orchestrator.job.compile_cost import (
     torch_trace,
 )
 from orchestrator.job.context import JobContext
+from orchestrator.job.device import check_device, job_device
 from orchestrator.job.skeleton import log_paths, result_skeleton
 from orchestrator.results import RESULT_FILE, write_json_atomic
 from orchestrator.spec import JobSpec
@@ -90,12 +91,6 @@ def measure(spec: JobSpec, ctx: JobContext, cache: Path) -> None:
         processes.sides_alone(spec, ctx, cache, full=False)
 
 
-def _device(name: str) -> torch.device:
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(name)
-
-
 def _log_run(spec: JobSpec, event: str) -> None:
     """One line per start and per result written, in `runs.log`: how often a job really ran."""
     with (spec.job_dir / RUNS_FILE).open("a") as f:
@@ -106,6 +101,7 @@ def run_job(spec: JobSpec) -> dict | None:
     """Measure one job; rank 0 writes `result.json` and returns it (other ranks return None)."""
     from orchestrator.job.environment import describe
     from orchestrator.job.parallelize import init_distributed, local_device
+    from orchestrator.job.peaks import node_peaks
     from workloads import build_workload
 
     cfg = spec.cfg
@@ -114,7 +110,7 @@ def run_job(spec: JobSpec) -> dict | None:
     spec.job_dir.mkdir(parents=True, exist_ok=True)
     result = result_skeleton(spec) | log_paths()
     _log_run(spec, "start")
-    device = _device(cfg.bench.device)
+    device = job_device(cfg.bench.device)
     rank, world = 0, 1
     ctx = None
     started = time.time()
@@ -125,14 +121,16 @@ def run_job(spec: JobSpec) -> dict | None:
     trace_dir = spec.job_dir / "trace" if cfg.compile.trace else None
     with compile_settings(spec.config["compile"], len(cfg.workload.shapes), cache), torch_trace(trace_dir):
         try:
+            check_device(cfg.bench.device, cfg.launcher.name)  # a GPU job never times the CPU
             if cfg.parallel.world_size > 1:
                 rank, world = init_distributed(device, cfg.bench.timeout_s)
             device = local_device(device)
             if private and compiled_mode:
                 prime(device)  # one-offs of this process and machine stay out of the cold figure
             torch._dynamo.reset()  # nothing compiled earlier in this process may serve this job
+            measured = node_peaks(device, Path(spec.sweep_dir)) if cfg.bench.measure_peaks else None
             workload = build_workload(cfg.workload, cfg.bench.task, device, cfg.bench.seed)
-            ctx = JobContext(cfg, workload, device, rank, world, spec.job_dir if probes else None)
+            ctx = JobContext(cfg, workload, device, rank, world, spec.job_dir if probes else None, measured)
             del workload
             measure(spec, ctx, cache)
             result.update(ctx.result)

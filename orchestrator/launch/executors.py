@@ -9,11 +9,15 @@ import submitit
 import torch
 
 from orchestrator.config import Config
+from orchestrator.job.device import expects_cuda
 from orchestrator.spec import JobSpec
 
 
 def uses_cuda(cfg: Config) -> bool:
-    return cfg.bench.device == "cuda" or (cfg.bench.device == "auto" and torch.cuda.is_available())
+    """Whether the job runs on GPUs: asked for, `auto` under Slurm (the login node's own GPUs say
+    nothing about the compute nodes'), or `auto` on a local machine that has one."""
+    device = cfg.bench.device
+    return expects_cuda(device, cfg.launcher.name) or (device == "auto" and torch.cuda.is_available())
 
 
 def slurm_time_min(cfg: Config) -> int:

@@ -19,7 +19,7 @@ from orchestrator.present import (
 from orchestrator.report import compile_charts, convergence_chart, figures, verdict_section
 from orchestrator.report.page import asset, grid, html_table, links, results_columns
 from orchestrator.report.summary import aggregates, best_per_model
-from orchestrator.results import read_plan
+from orchestrator.results import isolation_flag, read_plan
 
 DASHBOARD_FILE = "dashboard.html"
 MAX_REASONS = 200  # graph-break reasons listed (the first ones, in table order)
@@ -43,6 +43,9 @@ def prepare(df: pd.DataFrame, sweep_dir: Path) -> tuple[pd.DataFrame, list[str]]
     df["job_label"] = join_values(df, swept, " · ") if swept else df["mode"]
     low, high = (df.get(c, pd.Series(None, index=df.index)) for c in ("speedup_ci_low", "speedup_ci_high"))
     df["ci"] = [ci_text(lo, hi) for lo, hi in zip(low, high, strict=True)]
+    flags = [isolation_flag(v) for v in df.get("iso_ok", pd.Series(None, index=df.index))]
+    if any(flags):  # the column appears where some job was not alone on its device
+        df["isolation"] = flags
     _unique(df, "x_label", ["mode"])
     _unique(df, "job_label", [])
     return links(in_mode_order(df, df["x_label"]), sweep_dir), swept

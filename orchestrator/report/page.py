@@ -24,6 +24,7 @@ KEY_COLUMNS = [
     ("ci", "95% CI"),
     ("compile_s", "compile s"),
     ("status", "status"),
+    ("isolation", "isolation"),
     ("log", "log"),
     ("trace", "trace"),
 ]
@@ -39,6 +40,9 @@ MORE_COLUMNS = [
     "compiled_ms",
     "compiled_tokens_per_s",
     "compiled_mfu",
+    "mfu_peak_tflops",
+    "mfu_basis",
+    "iso_note",
     "break_even_steps",
     "eager_peak_gib",
     "compiled_peak_gib",

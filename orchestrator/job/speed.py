@@ -9,8 +9,8 @@ import statistics
 
 import torch
 
-from orchestrator.job.context import JobContext, Side, synchronize
 from orchestrator.job import isolation, peaks
+from orchestrator.job.context import JobContext, Side, synchronize
 from orchestrator.stats import median_ratio_ci, percentiles, unpaired_ratio_ci
 
 

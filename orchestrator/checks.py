@@ -51,8 +51,11 @@ def check_plan(plan: Plan) -> None:
             raise ConfigError(
                 "bench.device=cuda but this machine has no GPU; choose bench.device=cpu or auto"
             )
-        if launcher == "local" and uses_cuda(cfg) and world > gpus:
-            raise ConfigError(f"parallel.ranks_per_node={ranks} needs {world} GPUs; this machine has {gpus}")
+        if launcher == "local" and uses_cuda(cfg) and world > gpus and not plan.base.launcher.gpus_per_node:
+            raise ConfigError(
+                f"parallel.ranks_per_node={ranks} needs {world} GPUs; this machine has {gpus} "
+                f"(launcher.gpus_per_node={gpus or 1} lets ranks share them: the code path, not scaling)"
+            )
         if launcher == "local" and not uses_cuda(cfg) and world > cores:
             raise ConfigError(
                 f"parallel.ranks_per_node={ranks} starts {world} CPU ranks; this machine has {cores} cores "

@@ -35,6 +35,7 @@ Dtype = choices("Dtype", ("fp32", "bf16", "fp16"))
 DeviceName = choices("DeviceName", ("auto", "cpu", "cuda"))
 SidesMode = choices("SidesMode", ("auto", "paired", "apart"))
 Strategy = choices("Strategy", ("none", "ddp", "fsdp"))
+DistBackend = choices("DistBackend", ("auto", "nccl", "gloo"))
 LauncherName = choices("LauncherName", ("local", "slurm", "debug"))
 LoggerMode = choices("LoggerMode", ("offline", "online", "disabled"))
 FailureClass = choices("FailureClass", FAILURE_CLASSES)
@@ -195,6 +196,8 @@ class ParallelConfig:
     """Processes per node (one per GPU on GPU hosts)."""
     nodes: int = 1
     """Nodes (Slurm only for more than one)."""
+    backend: DistBackend = DistBackend["auto"]
+    """`auto`: nccl with one GPU per rank; gloo on CPU, or where ranks share a GPU (nccl refuses)."""
 
     def __post_init__(self) -> None:
         check_min("parallel.ranks_per_node", self.ranks_per_node, 1)

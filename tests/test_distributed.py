@@ -85,3 +85,23 @@ def test_fsdp_compiles_each_block_then_shards_it_then_the_root(tmp_path):
         assert workload.model.inner.layers[0] is not blocks[0]._orig_mod, "sides are copies"
     finally:
         dist.destroy_process_group()
+
+
+def test_ranks_beyond_the_gpus_share_them_over_gloo(monkeypatch):
+    """Placement and backend for two ranks on one GPU. There is no GPU here, so the device count is
+    set by monkeypatch; the H200 run in benchmarks/h200-parallel-shared/ is the real one."""
+    import torch
+
+    from orchestrator.job.parallelize import dist_backend, local_device, ranks_per_gpu
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    cuda = torch.device("cuda")
+    assert ranks_per_gpu() == 2 and local_device(cuda) == torch.device("cuda", 0)
+    assert dist_backend(cuda, "auto") == "gloo", "nccl refuses two ranks on one device"
+    assert dist_backend(cuda, "nccl") == "nccl", "the user's choice stands"
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert ranks_per_gpu() == 1 and local_device(cuda) == torch.device("cuda", 1)
+    assert dist_backend(cuda, "auto") == "nccl"
+    assert dist_backend(torch.device("cpu"), "auto") == "gloo"

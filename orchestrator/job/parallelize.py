@@ -32,23 +32,37 @@ def compile_kwargs(cfg: CompileConfig) -> dict:
     return kwargs
 
 
-def init_distributed(device: torch.device, timeout_s: float) -> tuple[int, int]:
-    """Join the process group from submitit's environment (Slurm or local); returns (rank, world)."""
+def init_distributed(device: torch.device, timeout_s: float, backend: str = "auto") -> tuple[int, int]:
+    """Join the process group from submitit's environment (Slurm or local); returns (rank, world).
+    Ranks beyond the visible GPUs share them round-robin (the GPU code path on fewer GPUs)."""
     import submitit
 
     env = submitit.helpers.TorchDistributedEnvironment()
     env.export(set_cuda_visible_devices=False)
     if device.type == "cuda":
-        torch.cuda.set_device(env.local_rank)
-    backend = "nccl" if device.type == "cuda" else "gloo"
-    dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s))
+        torch.cuda.set_device(local_device(device).index)
+    dist.init_process_group(dist_backend(device, backend), timeout=timedelta(seconds=timeout_s))
     return env.rank, env.world_size
 
 
+def ranks_per_gpu() -> int:
+    """Ranks of this node on one GPU: 1, or more where ranks share the visible GPUs."""
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+    return max(1, -(-local_world // max(torch.cuda.device_count(), 1)))
+
+
+def dist_backend(device: torch.device, backend: str) -> str:
+    """nccl for one GPU per rank; gloo on CPU and for ranks that share a GPU (nccl refuses
+    two ranks on one device), unless the user named one."""
+    if backend != "auto":
+        return backend
+    return "nccl" if device.type == "cuda" and ranks_per_gpu() == 1 else "gloo"
+
+
 def local_device(device: torch.device) -> torch.device:
-    """This rank's device: cuda:LOCAL_RANK under a process group, else `device`."""
+    """This rank's device: cuda:(LOCAL_RANK mod visible GPUs) under a process group, else `device`."""
     if device.type == "cuda":
-        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) % max(torch.cuda.device_count(), 1))
     return device
 
 

@@ -100,7 +100,7 @@ def _log_run(spec: JobSpec, event: str) -> None:
 def run_job(spec: JobSpec) -> dict | None:
     """Measure one job; rank 0 writes `result.json` and returns it (other ranks return None)."""
     from orchestrator.job.environment import describe
-    from orchestrator.job.parallelize import init_distributed, local_device
+    from orchestrator.job.parallelize import init_distributed, local_device, ranks_per_gpu
     from orchestrator.job.peaks import node_peaks
     from workloads import build_workload
 
@@ -123,7 +123,11 @@ def run_job(spec: JobSpec) -> dict | None:
         try:
             check_device(cfg.bench.device, cfg.launcher.name)  # a GPU job never times the CPU
             if cfg.parallel.world_size > 1:
-                rank, world = init_distributed(device, cfg.bench.timeout_s)
+                rank, world = init_distributed(device, cfg.bench.timeout_s, cfg.parallel.backend)
+                result.update(
+                    dist_backend=dist.get_backend(),
+                    ranks_per_gpu=ranks_per_gpu() if device.type == "cuda" else None,
+                )
             device = local_device(device)
             if private and compiled_mode:
                 prime(device)  # one-offs of this process and machine stay out of the cold figure

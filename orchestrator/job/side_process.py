@@ -43,7 +43,7 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
 
     cfg = spec.cfg
     if not req.get("full", True):  # memory only: a few steps are enough to reach the peak
-        cfg = dataclasses.replace(cfg, bench=dataclasses.replace(cfg.bench, warmup=1, repeats=1))
+        cfg = dataclasses.replace(cfg, bench=dataclasses.replace(cfg.bench, warmup=1, repeats=2))
     if cfg.workload.path and cfg.workload.path not in sys.path:
         sys.path.insert(0, cfg.workload.path)
     if req.get("prime"):

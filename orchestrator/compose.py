@@ -28,6 +28,7 @@ from orchestrator.spec import checked_config, omegaconf_message, to_job_config
 
 __all__ = ["checked_config", "compose_config", "to_job_config"]
 
+
 def _conf_dir() -> Path:
     """ORCHESTRATOR_CONF if set; else conf/ beside the package (a checkout), or inside it (a wheel)."""
     if "ORCHESTRATOR_CONF" in os.environ:

@@ -158,13 +158,17 @@ def inductor_cache(path: Path) -> Iterator[Path]:
 
 @contextlib.contextmanager
 def compile_settings(compile_cfg: dict, n_shapes: int, cache: Path) -> Iterator[None]:
-    """A job's compile settings in scope: its cache directory, freezing, the recompile limit."""
+    """A job's compile settings in scope: its cache directory, freezing, `compile.options`, the
+    recompile limit."""
     import torch._dynamo
     import torch._inductor.config
+
+    from orchestrator.job.inductor_options import flatten
 
     with (
         inductor_cache(cache),
         torch._inductor.config.patch(freezing=bool(compile_cfg["freezing"])),
+        torch._inductor.config.patch(flatten(compile_cfg.get("options") or {})),
         # A shape schedule must not hit the recompile limit, or the count would stop there.
         torch._dynamo.config.patch(recompile_limit=max(8, n_shapes + 4)),
     ):

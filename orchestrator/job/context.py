@@ -52,6 +52,8 @@ class JobContext:
     world: int = 1
     artifacts_dir: Path | None = None
     """Where the first compile's portable cache artifacts are saved (None: not saved)."""
+    job_dir: Path | None = None
+    """The job's directory: AOTInductor packages and profiler traces are kept there."""
     result: dict = field(default_factory=dict)
     timings: dict[str, list[float]] = field(default_factory=lambda: {"eager_ms": [], "compiled_ms": []})
 

@@ -12,7 +12,7 @@ import torch
 
 from orchestrator.config import CUDAGRAPH_MODES
 from orchestrator.failures import CompileError, ParityError
-from orchestrator.job import compile_cost, graphs, memory, parity, shapes, speed
+from orchestrator.job import aoti, compile_cost, graphs, memory, parity, shapes, speed
 from orchestrator.job.context import JobContext, Side
 from orchestrator.job.parallelize import prepare
 
@@ -30,9 +30,17 @@ def run_protocol(ctx: JobContext) -> dict:
         torch._dynamo.reset()
     strategy, dtype = cfg.parallel.strategy, cfg.bench.dtype
     eager = Side(prepare(wl, strategy, None, ctx.device, dtype))
-    compiled = Side(prepare(wl, strategy, cfg.compile if ctx.compiled_mode else None, ctx.device, dtype))
+    aoti_figures = None
+    if cfg.compile.path == "aoti":  # export and package instead of torch.compile (job/aoti.py)
+        compiled_model, aoti_figures = aoti.build(ctx)
+        compiled = Side(compiled_model)
+    else:
+        compiled = Side(prepare(wl, strategy, cfg.compile if ctx.compiled_mode else None, ctx.device, dtype))
     outputs = graphs.first_calls(ctx, eager, compiled)
-    if ctx.compiled_mode:
+    if aoti_figures is not None:
+        r.update(aoti_figures, graphs=1)
+        r["compile_s"] = r["aoti_export_s"] + r["aoti_package_s"] + r["aoti_load_s"]
+    elif ctx.compiled_mode:
         r.update(compile_cost.summarize(compile_cost.compilation_metrics()))
         if ctx.artifacts_dir is not None:
             saved = compile_cost.save_artifacts(ctx.artifacts_dir)

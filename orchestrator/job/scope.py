@@ -9,7 +9,6 @@ the installed torch has it.
 
 from __future__ import annotations
 
-import types
 from collections.abc import Iterator
 
 import torch
@@ -61,10 +60,13 @@ def compile_scoped(model: nn.Module, workload: Workload, kwargs: dict, scope: st
             "compile.scope=regions needs torch.compiler.nested_compile_region "
             f"(torch {torch.__version__} lacks it)"
         )
+    # The documented form, a class whose forward is decorated, on a subclass made per block class
+    # (the workload's own class stays as it is): compiled once, reused by every block.
     region = torch.compiler.nested_compile_region
-    # One marked function per block class: the region is compiled once and reused by every block.
-    marked: dict[type, object] = {}
+    marked: dict[type, type] = {}
     for _, _, block in blocks:
-        fn = marked.setdefault(type(block), region(type(block).forward))
-        block.forward = types.MethodType(fn, block)  # type: ignore[method-assign]
+        cls = type(block)
+        if cls not in marked:
+            marked[cls] = type(cls.__name__, (cls,), {"forward": region(cls.forward)})
+        block.__class__ = marked[cls]
     return torch.compile(model, **kwargs)

@@ -104,7 +104,9 @@ def run_job(spec: JobSpec) -> dict | None:
     cache = job_cache(spec)
     private = cfg.compile.cache == "private"
     compiled_mode = cfg.compile.mode != "eager"
-    probes = compiled_mode and cfg.compile.probes and cfg.parallel.world_size == 1
+    probes = (
+        compiled_mode and cfg.compile.probes and cfg.parallel.world_size == 1 and cfg.compile.path == "jit"
+    )
     trace_dir = spec.job_dir / "trace" if cfg.compile.trace else None
     with compile_settings(spec.config["compile"], len(cfg.workload.shapes), cache), torch_trace(trace_dir):
         try:
@@ -115,7 +117,9 @@ def run_job(spec: JobSpec) -> dict | None:
                 prime(device)  # one-offs of this process and machine stay out of the cold figure
             torch._dynamo.reset()  # nothing compiled earlier in this process may serve this job
             workload = build_workload(cfg.workload, cfg.bench.task, device, cfg.bench.seed)
-            ctx = JobContext(cfg, workload, device, rank, world, spec.job_dir if probes else None)
+            ctx = JobContext(
+                cfg, workload, device, rank, world, spec.job_dir if probes else None, spec.job_dir
+            )
             result.update(run_protocol(ctx))
             result["compile_cold_s"] = result["compile_s"] if private and compiled_mode else None
             del ctx.wl, workload  # the probes want the device to themselves

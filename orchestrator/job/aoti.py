@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from orchestrator.failures import CompileError
+from orchestrator.job import energy
 from orchestrator.job.context import JobContext, autocast, first_line, synchronize
 
 PACKAGE_FILE = "model.pt2"
@@ -61,6 +62,8 @@ def build(ctx: JobContext) -> tuple[nn.Module, dict]:
     assert ctx.job_dir is not None, "the package is kept in the job's directory"
     job_dir = ctx.job_dir
     model = Autocast(ctx.wl.model, ctx.device, ctx.cfg.bench.dtype).eval()
+    read_j, _ = energy.counter(ctx.device)  # the GPU's energy over export, package and load
+    j0 = read_j() if read_j else None
     t0 = time.perf_counter()
     try:
         with torch.no_grad():
@@ -95,6 +98,7 @@ def build(ctx: JobContext) -> tuple[nn.Module, dict]:
         "aoti_load_warm_s": load_s,
         "aoti_package_mb": path.stat().st_size / 2**20,
         "aoti_package": str(path),
+        "compile_energy_j": read_j() - j0 if read_j and j0 is not None else None,
     }
     return Package(runner), figures
 

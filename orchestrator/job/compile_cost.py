@@ -42,6 +42,7 @@ def summarize(metrics: list) -> dict:
         "aot_cache_hits": 0,
         "aot_cache_misses": 0,
         "guard_count": 0,
+        "graph_ops": 0,
     }
     recompile_reasons, cudagraph_skips = [], []
     for m in metrics:
@@ -67,6 +68,7 @@ def summarize(metrics: list) -> dict:
             ("aot_cache_hits", "aotautograd_local_cache_hit_count"),
             ("aot_cache_misses", "aotautograd_local_cache_miss_count"),
             ("guard_count", "guard_count"),
+            ("graph_ops", "graph_op_count"),  # ops in the captured graphs: what the scope compiled
         ):
             out[key] += int(getattr(m, field, None) or 0)
         if getattr(m, "recompile_reason", None):

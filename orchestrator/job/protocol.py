@@ -3,7 +3,7 @@
 Eager and compiled run in one process on the same inputs. Order matters: FLOPs (the first eager
 step) -> explain (it resets dynamo) -> the first eager and first compiled call from identical
 weights (compile cost, graphs captured, parity) -> warm-up and interleaved timed repetitions ->
-memory (CUDA) -> the dynamic-shape schedule.
+the untimed profile pass (`bench.profile`) -> memory (CUDA) -> the dynamic-shape schedule.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import torch
 
 from orchestrator.config import CUDAGRAPH_MODES
 from orchestrator.failures import CompileError, ParityError
-from orchestrator.job import aoti, compile_cost, graphs, memory, parity, shapes, speed
+from orchestrator.job import aoti, compile_cost, graphs, memory, parity, profile, shapes, speed
 from orchestrator.job.context import JobContext, Side
 from orchestrator.job.parallelize import prepare
 
@@ -31,12 +31,17 @@ def run_protocol(ctx: JobContext) -> dict:
     strategy, dtype = cfg.parallel.strategy, cfg.bench.dtype
     eager = Side(prepare(wl, strategy, None, ctx.device, dtype))
     aoti_figures = None
-    if cfg.compile.path == "aoti":  # export and package instead of torch.compile (job/aoti.py)
-        compiled_model, aoti_figures = aoti.build(ctx)
-        compiled = Side(compiled_model)
-    else:
-        compiled = Side(prepare(wl, strategy, cfg.compile if ctx.compiled_mode else None, ctx.device, dtype))
-    outputs = graphs.first_calls(ctx, eager, compiled)
+    with profile.counting_compiled_bytes(cfg.bench.profile and ctx.compiled_mode):
+        if cfg.compile.path == "aoti":  # export and package instead of torch.compile (job/aoti.py)
+            compiled_model, aoti_figures = aoti.build(ctx)
+            compiled = Side(compiled_model)
+        else:
+            compiled_model = prepare(
+                wl, strategy, cfg.compile if ctx.compiled_mode else None, ctx.device, dtype
+            )
+            compiled = Side(compiled_model)
+        outputs = graphs.first_calls(ctx, eager, compiled)
+    compiled_bytes = profile.compiled_bytes() if cfg.bench.profile else None
     if aoti_figures is not None:
         r.update(aoti_figures, graphs=1)
         r["compile_s"] = r["aoti_export_s"] + r["aoti_package_s"] + r["aoti_load_s"]
@@ -53,6 +58,8 @@ def run_protocol(ctx: JobContext) -> dict:
         if ctx.train:
             side.optimizer = ctx.optimizer(side.model)
     speed.measure_speed(ctx, eager, compiled)
+    if cfg.bench.profile:  # untimed, after the timed phase (job/profile.py)
+        r.update(profile.profile_sides(ctx, eager, compiled, compiled_bytes))
     if cfg.compile.mode in CUDAGRAPH_MODES:
         check_cudagraphs(ctx)
     if ctx.device.type == "cuda":

@@ -8,6 +8,7 @@ import statistics
 import torch
 
 from orchestrator.job.context import JobContext, Side, synchronize
+from orchestrator.job.energy import EnergyMeter
 from orchestrator.job.environment import peak_flops
 from orchestrator.stats import median_ratio_ci
 
@@ -44,9 +45,13 @@ def measure_speed(ctx: JobContext, eager: Side, compiled: Side) -> None:
         ctx.step(eager)
         ctx.step(compiled)
     synchronize(ctx.device)
+    meter = EnergyMeter.for_device(ctx.device)  # joules of each side's timed blocks (job/energy.py)
     for i in range(b.repeats):
         order = (eager, compiled) if i % 2 == 0 else (compiled, eager)
-        t = {id(s): ctx.timed(lambda s=s: ctx.step(s), b.steps_per_repeat) for s in order}
+        t = {}
+        for s in order:
+            with meter.side("eager" if s is eager else "compiled", b.steps_per_repeat):
+                t[id(s)] = ctx.timed(lambda s=s: ctx.step(s), b.steps_per_repeat)
         ctx.timings["eager_ms"].append(t[id(eager)] * 1000)
         ctx.timings["compiled_ms"].append(t[id(compiled)] * 1000)
     e_ms, c_ms = ctx.timings["eager_ms"], ctx.timings["compiled_ms"]
@@ -70,3 +75,4 @@ def measure_speed(ctx: JobContext, eager: Side, compiled: Side) -> None:
         r[f"{name}_mfu"] = flops / (ms / 1000) / peak if peak and flops else None
     saved_s = (eager_med - comp_med) / 1000
     r["break_even_steps"] = r["compile_s"] / saved_s if saved_s > 0 and ctx.compiled_mode else None
+    r.update(meter.summary(r.get("compile_energy_j")))

@@ -152,6 +152,11 @@ def profile_sides(ctx: JobContext, eager: Side, compiled: Side, compiled_bytes_p
     moved = {"eager": eager_bytes(ctx, eager), "compiled": compiled_bytes_per_step}
     if not ctx.compiled_mode:  # the eager control: both sides are the eager model
         moved["compiled"] = moved["eager"]
+    elif ctx.cfg.compile.scope != "model":  # one block graph serves every block; the rest is eager
+        moved["compiled"] = None
+        out["roofline_note"] = (
+            "compiled bytes: per compiled graph, not per step, under compile.scope != model"
+        )
     for name in ("eager", "compiled"):
         ms = r.get(f"{name}_ms")
         out[f"{name}_bytes_per_step"] = moved[name]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import FAST
+from conftest import FAST, by_label
 
 from orchestrator.__main__ import main
 from orchestrator.job.energy import EnergyMeter
@@ -33,11 +33,17 @@ def refused(tmp_path: Path, capsys, *overrides: str) -> str:
     return err
 
 
+def sweep(tmp_path: Path, *overrides: str) -> tuple[dict[str, dict], str]:
+    """A real sweep in this process (launcher=debug): its results by label, and its dashboard."""
+    sweep_dir = tmp_path / "sweep"
+    assert main([*FAST, "launcher=debug", f"sweep.dir={sweep_dir}", *overrides]) == 0
+    return by_label(sweep_dir), (sweep_dir / "dashboard.html").read_text()
+
+
 def test_blocks_scope_compiles_one_block_graph_reused_by_every_block(tmp_path, compile_cache):
-    infer = ["workload=gpt", "bench.task=infer"]
-    whole = measure(tmp_path, compile_cache, *infer, "compile.scope=model")
-    blocks = measure(tmp_path, compile_cache, *infer, "compile.scope=blocks")
-    regions = measure(tmp_path, compile_cache, *infer, "compile.scope=regions")
+    cache = ["compile.cache=shared", f"compile.cache_dir={compile_cache}"]
+    jobs, page = sweep(tmp_path, *cache, "bench.task=infer", "compile.scope=model,blocks,regions")
+    whole, blocks, regions = (jobs[f"compile.scope={s}"] for s in ("model", "blocks", "regions"))
     for r in (whole, blocks, regions):
         assert r["status"] == "ok" and r["parity_ok"], r["error"]
     # The block graph holds a block's ops only (embedding, head and loss stay eager), and the
@@ -45,6 +51,7 @@ def test_blocks_scope_compiles_one_block_graph_reused_by_every_block(tmp_path, c
     assert 0 < blocks["graph_ops"] < whole["graph_ops"] / 2, (blocks["graph_ops"], whole["graph_ops"])
     assert blocks["compile_frames"] == whole["compile_frames"] == 1
     assert regions["graphs"] >= 1 and regions["graph_ops"] > 0
+    assert 'id="chart-scope"' in page, "the compile-seconds-against-speedup chart by scope"
 
 
 def test_blocks_scope_without_blocks_is_a_compile_error(tmp_path, compile_cache):
@@ -162,13 +169,14 @@ def test_bad_aoti_config_is_one_line(tmp_path, capsys, overrides, message):
 
 
 def test_profile_pass_keeps_traces_and_explains_with_bytes(tmp_path):
-    # A private cache: inductor counts the bytes of what it compiles, not of a cache entry.
-    r = measure(tmp_path, None, "workload=block", "bench.task=infer", "bench.profile=true")
+    # The default private cache: inductor counts the bytes of what it compiles, not of a cache entry.
+    jobs, page = sweep(tmp_path, "workload=block", "bench.task=infer", "bench.profile=true")
+    (r,) = jobs.values()
     assert r["status"] == "ok", r["error"]
     assert r["profile_unit"].startswith("cpu ops") and r["eager_busy_fraction"] is None
     for side in ("eager", "compiled"):
         trace = json.loads(Path(r[f"{side}_profile_trace"]).read_text())
-        assert trace["traceEvents"], side
+        assert trace["traceEvents"] and Path(r[f"{side}_profile_trace"]).parent.name == r["job_id"]
         assert r[f"{side}_top_kernels"] and r[f"{side}_top_kernels"][0]["ms_per_step"] > 0
         assert r[f"{side}_flops_per_s"] > 0 and r[f"{side}_bytes_per_s"] > 0
     assert "aten::" in " ".join(k["name"] for k in r["eager_top_kernels"])
@@ -176,6 +184,7 @@ def test_profile_pass_keeps_traces_and_explains_with_bytes(tmp_path):
     # LayerNorm and GELU fused into one kernel: fewer bytes moved, a higher arithmetic intensity.
     assert r["compiled_bytes_per_step"] < r["eager_bytes_per_step"]
     assert r["compiled_intensity"] > r["eager_intensity"]
+    assert 'id="chart-roofline"' in page and "id='kernels'" in page and "aten::" in page
 
 
 def test_energy_accounting_with_a_fake_counter():

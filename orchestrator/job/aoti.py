@@ -11,6 +11,7 @@ paired against eager like any compiled side.
 
 from __future__ import annotations
 
+import inspect
 import json
 import signal
 import subprocess
@@ -53,8 +54,11 @@ class Package(nn.Module):
 
 
 def _load(path: Path, device: torch.device) -> object:
-    index = device.index if device.type == "cuda" and device.index is not None else -1
-    return torch._inductor.aoti_load_package(str(path), device_index=index)
+    load = torch._inductor.aoti_load_package
+    kwargs = {}
+    if device.type == "cuda" and "device_index" in inspect.signature(load).parameters:  # newer torch
+        kwargs["device_index"] = device.index if device.index is not None else torch.cuda.current_device()
+    return load(str(path), **kwargs)
 
 
 def build(ctx: JobContext) -> tuple[nn.Module, dict]:

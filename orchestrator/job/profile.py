@@ -25,6 +25,7 @@ from orchestrator.job.context import JobContext, Side, synchronize
 from orchestrator.job.environment import peak_flops
 
 TOP = 5
+MAX_STEPS = 5  # profiled steps per side: enough to average, a trace of a few MB
 PEAK_BYTES_PER_S = {"H200": 4.8e12, "H100": 3.35e12, "A100": 2.0e12}  # HBM, by device-name fragment
 # Inductor counts a graph's bytes only while this logger is enabled for INFO (compile_fx.py).
 _METRICS_LOG = "torch._inductor.compile_fx.__inductor_metrics"
@@ -137,7 +138,7 @@ def profile_sides(ctx: JobContext, eager: Side, compiled: Side, compiled_bytes_p
     """The profile pass and the roofline points, as result fields."""
     cuda = ctx.device.type == "cuda"
     r = ctx.result
-    steps = max(2, ctx.cfg.bench.steps_per_repeat)
+    steps = min(max(2, ctx.cfg.bench.steps_per_repeat), MAX_STEPS)
     out: dict = {
         "profile_unit": "cuda kernels"
         if cuda

@@ -115,7 +115,9 @@ def _profile_side(ctx: JobContext, side: Side, name: str, steps: int) -> dict:
         times = [(e.name, e.time_range.elapsed_us()) for e in events]
         busy_fraction: float | None = busy / wall_us if wall_us else None
     else:
-        events = [e for e in prof.events() if e.device_type == DeviceType.CPU and e.name.startswith("aten::")]
+        aten = [e for e in prof.events() if e.device_type == DeviceType.CPU and e.name.startswith("aten::")]
+        # The ops that do the work: aten ops that call no other aten op (linear -> addmm counts once).
+        events = [e for e in aten if not any(c.name.startswith("aten::") for c in e.cpu_children)]
         times = [(e.name, e.self_cpu_time_total) for e in prof.events() if e.device_type == DeviceType.CPU]
         busy_fraction = None
     by_name: dict[str, float] = {}

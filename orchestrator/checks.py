@@ -25,6 +25,20 @@ def _check_backend(name: str) -> None:
         )
 
 
+def _check_compile_extras(plan: Plan) -> None:
+    """`compile.options` keys exist in this torch; `compile.scope=regions` has its API here."""
+    from orchestrator.job.inductor_options import check_options
+    from orchestrator.job.scope import regions_supported
+
+    for job in plan.jobs:
+        check_options(job.cfg.compile.options)
+        if job.cfg.compile.scope == "regions" and not regions_supported():
+            raise ConfigError(
+                "compile.scope=regions needs torch.compiler.nested_compile_region; "
+                f"torch {torch.__version__} lacks it (choose compile.scope=model or blocks)"
+            )
+
+
 def check_plan(plan: Plan) -> None:
     """Every job of the plan can run here, with this launcher."""
     from workloads import check_size, import_target
@@ -72,6 +86,7 @@ def check_plan(plan: Plan) -> None:
             backends.add(cfg.compile.backend)
     for target, path in targets:
         import_target(target, path)
+    _check_compile_extras(plan)
     for backend in backends:
         _check_backend(backend)
     if plan.base.sweep.detach and launcher != "slurm":

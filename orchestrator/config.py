@@ -40,6 +40,8 @@ LauncherName = choices("LauncherName", ("local", "slurm", "debug"))
 LoggerMode = choices("LoggerMode", ("offline", "online", "disabled"))
 FailureClass = choices("FailureClass", FAILURE_CLASSES)
 VerdictCache = choices("VerdictCache", ("cold", "warm"))
+CompileScope = choices("CompileScope", ("model", "blocks", "regions"))
+CompilePath = choices("CompilePath", ("jit", "aoti"))
 
 
 class ConfigError(ValueError):
@@ -125,6 +127,14 @@ class CompileConfig:
     """Fail the job (compile_error) when a CUDA-graph mode skipped CUDA graphs."""
     freezing: bool = False
     """TORCHINDUCTOR_FREEZING=1 (inference only; lets max-autotune tune CPU matmuls)."""
+    scope: CompileScope = CompileScope["model"]
+    """What is compiled: `model` (one torch.compile), `blocks` (each repeated block on its own, the
+    rest eager, as torchtitan) or `regions` (the model, each block a nested_compile_region)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """torch._inductor.config keys for the compiled side, e.g. {coordinate_descent_tuning: true}
+    (nested or dotted: triton.cudagraph_trees); checked against the installed torch."""
+    path: CompilePath = CompilePath["jit"]
+    """`jit` (torch.compile) or `aoti` (torch.export, then an AOTInductor package; inference only)."""
 
     def __post_init__(self) -> None:
         if self.mode not in ("eager", "default") and self.backend != "inductor":
@@ -174,6 +184,8 @@ class BenchConfig:
     train N steps from identical weights on one data stream; 0 skips the check."""
     measure_peaks: bool = False
     """Measure this node's matmul TFLOP/s and copy bandwidth once (cached in SWEEP/peaks/); MFU uses them."""
+    profile: bool = False
+    """After the timed phase, an untimed torch.profiler pass per side (kernels, busy time, roofline)."""
 
     def __post_init__(self) -> None:
         check_min("bench.warmup", self.warmup, 0)
@@ -364,6 +376,23 @@ class Config:
             )
         if self.compile.freezing and self.bench.task != "infer":
             raise ConfigError("compile.freezing=true works only with bench.task=infer")
+        if self.compile.path == "aoti":
+            self._check_aoti()
+
+    def _check_aoti(self) -> None:
+        c = self.compile
+        if self.bench.task != "infer":
+            raise ConfigError("compile.path=aoti works only with bench.task=infer (an exported graph)")
+        if c.mode not in ("default", "max-autotune-no-cudagraphs") or c.backend != "inductor":
+            raise ConfigError(
+                f"compile.path=aoti needs compile.mode=default or max-autotune-no-cudagraphs and "
+                f"compile.backend=inductor (got mode={c.mode}, backend={c.backend})"
+            )
+        if c.scope != "model" or self.parallel.strategy != "none" or self.workload.shapes:
+            raise ConfigError(
+                "compile.path=aoti packages the whole model for fixed shapes: it needs compile.scope=model, "
+                "parallel=none and no workload.shapes"
+            )
 
 
 # The parts of a config that change what a job measures; the job id hashes exactly these.

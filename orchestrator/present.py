@@ -13,7 +13,7 @@ from orchestrator.config import COMPILE_MODES
 # What identifies a model (the compile settings are what a sweep compares on it).
 MODEL_KEYS = ("workload", "size", "task", "dtype", "strategy")
 # Result columns that are compile settings, and the group overrides that name a result column.
-COMPILE_COLUMNS = ("mode", "dynamic", "fullgraph", "backend", "cache", "freezing")
+COMPILE_COLUMNS = ("mode", "dynamic", "fullgraph", "backend", "cache", "freezing", "scope", "path")
 GROUP_COLUMNS = {"parallel": "strategy", "workload": "workload", "bench": "task", "compile": "mode"}
 
 
@@ -79,6 +79,8 @@ def with_axes(df: pd.DataFrame, plan: dict[str, dict]) -> tuple[pd.DataFrame, li
     swept: list[str] = []
     for key in dict.fromkeys(k for job in plan.values() for k in job.get("axes", {})):
         name = key.split(".")[-1] if "." in key else GROUP_COLUMNS.get(key, key)
+        if key.startswith("compile.options"):  # an inductor key says nothing without its prefix
+            name = key
         if name in swept:  # two axes with one leaf name (a.size, b.size): the second by its full key
             name = key
         if name not in df:

@@ -78,6 +78,9 @@ def omegaconf_message(e: OmegaConfBaseException) -> str:
     bad_choice = re.match(r"Invalid value (.+), expected one of \[(.*)\]", first)
     if bad_choice and key:
         return f"{key}={bad_choice.group(1)} is not valid; choose one of: {bad_choice.group(2)}"
+    if "not in" in first and key.startswith("compile.options."):  # a dict: new keys take a plus
+        plus = f"+{key}=VALUE or '+compile.options={{...}}'"
+        return f"unknown key {key}: add inductor options with a plus, {plus}"
     if "not in" in first and key:
         section, _, leaf = key.rpartition(".")
         valid = _valid_keys(section)

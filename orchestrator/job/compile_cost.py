@@ -42,6 +42,7 @@ def summarize(metrics: list) -> dict:
         "aot_cache_hits": 0,
         "aot_cache_misses": 0,
         "guard_count": 0,
+        "graph_ops": 0,
     }
     recompile_reasons, cudagraph_skips = [], []
     for m in metrics:
@@ -67,6 +68,7 @@ def summarize(metrics: list) -> dict:
             ("aot_cache_hits", "aotautograd_local_cache_hit_count"),
             ("aot_cache_misses", "aotautograd_local_cache_miss_count"),
             ("guard_count", "guard_count"),
+            ("graph_ops", "graph_op_count"),  # ops in the captured graphs: what the scope compiled
         ):
             out[key] += int(getattr(m, field, None) or 0)
         if getattr(m, "recompile_reason", None):
@@ -158,13 +160,17 @@ def inductor_cache(path: Path) -> Iterator[Path]:
 
 @contextlib.contextmanager
 def compile_settings(compile_cfg: dict, n_shapes: int, cache: Path) -> Iterator[None]:
-    """A job's compile settings in scope: its cache directory, freezing, the recompile limit."""
+    """A job's compile settings in scope: its cache directory, freezing, `compile.options`, the
+    recompile limit."""
     import torch._dynamo
     import torch._inductor.config
+
+    from orchestrator.job.inductor_options import flatten
 
     with (
         inductor_cache(cache),
         torch._inductor.config.patch(freezing=bool(compile_cfg["freezing"])),
+        torch._inductor.config.patch(flatten(compile_cfg.get("options") or {})),
         # A shape schedule must not hit the recompile limit, or the count would stop there.
         torch._dynamo.config.patch(recompile_limit=max(8, n_shapes + 4)),
     ):

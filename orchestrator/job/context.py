@@ -54,6 +54,8 @@ class JobContext:
     """Where the first compile's portable cache artifacts are saved (None: not saved)."""
     peaks: dict | None = None
     """This node's measured peaks (`bench.measure_peaks`, job/peaks.py); None: the spec sheet's."""
+    job_dir: Path | None = None
+    """The job's directory: AOTInductor packages and profiler traces are kept there."""
     result: dict = field(default_factory=dict)
     timings: dict[str, list] = field(default_factory=dict)
     """Per repetition: `<side>_ms`, `process`; per step: `<side>_step_ms` (speed.measure_speed)."""

@@ -9,6 +9,7 @@ import time
 import torch
 
 from orchestrator.failures import CompileError, NoGraphError
+from orchestrator.job import energy
 from orchestrator.job.context import JobContext, Side, first_line, synchronize
 
 
@@ -68,6 +69,8 @@ def first_calls(ctx: JobContext, eager: Side, compiled: Side) -> dict[str, objec
     clear_compilation_metrics()
     if seeded:
         torch.manual_seed(ctx.cfg.bench.seed)
+    read_j, _ = energy.counter(ctx.device)  # the GPU's energy over the compile (None: not measured)
+    j0 = read_j() if read_j else None
     t0 = time.perf_counter()
     try:
         out["compiled"] = ctx.forward_backward(compiled.model, ctx.inputs)
@@ -77,6 +80,7 @@ def first_calls(ctx: JobContext, eager: Side, compiled: Side) -> dict[str, objec
     except Exception as e:
         raise CompileError(f"{type(e).__name__}: {first_line(e)}") from e
     first_s = time.perf_counter() - t0
+    r["compile_energy_j"] = read_j() - j0 if read_j and j0 is not None and ctx.compiled_mode else None
     r["first_call_s"] = first_s
     r["compile_s"] = max(first_s - eager_s, 0.0) if ctx.compiled_mode else 0.0
     if ctx.compiled_mode:

@@ -2,7 +2,8 @@
 
 DDP: compile, then wrap (`torch.compile(DDP(m))` captured no graph on torch 2.13 CPU).
 FSDP2: compile each block, `fully_shard` each block, then the root (compiling the root captured
-nothing). The same code serves 1..N GPUs and several nodes; only the backend name differs.
+nothing), whatever `compile.scope` says; otherwise `compile.scope` picks what is compiled
+(job/scope.py). The same code serves 1..N GPUs and several nodes; only the backend name differs.
 """
 
 from __future__ import annotations
@@ -81,7 +82,9 @@ def prepare(
     if strategy == "fsdp":
         return _fsdp(model, workload, kwargs, dtype)
     if kwargs is not None:
-        model = torch.compile(model, **kwargs)
+        from orchestrator.job.scope import compile_scoped
+
+        model = compile_scoped(model, workload, kwargs, str(compile_cfg.scope))  # type: ignore[union-attr]
     if strategy == "ddp":
         from torch.nn.parallel import DistributedDataParallel as DDP
 

@@ -3,9 +3,9 @@
 Eager and compiled run in one process on the same inputs. Order matters: FLOPs (the first eager
 step) -> explain (it resets dynamo) -> the first eager and first compiled call from identical
 weights (compile cost, graphs captured, parity) -> warm-up and interleaved timed repetitions ->
-memory (distributed CUDA; one process: processes.py) -> the dynamic-shape schedule -> convergence
-over N steps (optional). When the two sides do not fit on the device together, SidesDoNotFit hands
-over to processes.one_after_the_other.
+the untimed profile pass (`bench.profile`) -> memory (distributed CUDA; one process: processes.py)
+-> the dynamic-shape schedule -> convergence over N steps (optional). When the two sides do not
+fit on the device together, SidesDoNotFit hands over to processes.one_after_the_other.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 
 from orchestrator.config import CUDAGRAPH_MODES
 from orchestrator.failures import CompileError, ParityError
-from orchestrator.job import compile_cost, convergence, graphs, memory, parity, shapes, speed
+from orchestrator.job import aoti, compile_cost, convergence, graphs, memory, parity, profile, shapes, speed
 from orchestrator.job.context import JobContext, Side
 from orchestrator.job.parallelize import prepare
 
@@ -37,7 +37,8 @@ def run_protocol(ctx: JobContext, together: bool = True) -> dict:
         torch._dynamo.reset()
     if not together:
         return r
-    may_fall_back = cfg.bench.sides == "auto" and ctx.world == 1 and ctx.device.type == "cuda"
+    single_gpu = ctx.world == 1 and ctx.device.type == "cuda"
+    may_fall_back = cfg.bench.sides == "auto" and single_gpu and cfg.compile.path == "jit"
     out_of_memory = None
     try:
         _both_sides(ctx)
@@ -57,9 +58,22 @@ def _both_sides(ctx: JobContext) -> None:
     strategy, dtype = cfg.parallel.strategy, cfg.bench.dtype
     # Two models on the device, no more: eager is the workload's own (FSDP shards in place: a copy).
     eager = Side(prepare(wl, strategy, None, ctx.device, dtype, copy_model=strategy == "fsdp"))
-    compiled = Side(prepare(wl, strategy, cfg.compile if ctx.compiled_mode else None, ctx.device, dtype))
-    outputs = graphs.first_calls(ctx, eager, compiled)
-    if ctx.compiled_mode:
+    aoti_figures = None
+    with profile.counting_compiled_bytes(cfg.bench.profile and ctx.compiled_mode):
+        if cfg.compile.path == "aoti":  # export and package instead of torch.compile (job/aoti.py)
+            compiled_model, aoti_figures = aoti.build(ctx)
+            compiled = Side(compiled_model)
+        else:
+            compiled_model = prepare(
+                wl, strategy, cfg.compile if ctx.compiled_mode else None, ctx.device, dtype
+            )
+            compiled = Side(compiled_model)
+        outputs = graphs.first_calls(ctx, eager, compiled)
+    compiled_bytes = profile.compiled_bytes() if cfg.bench.profile else None
+    if aoti_figures is not None:
+        r.update(aoti_figures, graphs=1)
+        r["compile_s"] = r["aoti_export_s"] + r["aoti_package_s"] + r["aoti_load_s"]
+    elif ctx.compiled_mode:
         r.update(compile_cost.summarize(compile_cost.compilation_metrics()))
         if ctx.artifacts_dir is not None:
             saved = compile_cost.save_artifacts(ctx.artifacts_dir)
@@ -75,10 +89,14 @@ def _both_sides(ctx: JobContext) -> None:
     speed.measure_speed(ctx, {"eager": eager, "compiled": compiled})
     r["interleaved"] = True
     speed.summarize(ctx)
+    if cfg.bench.profile:  # untimed, after the timed phase (job/profile.py)
+        r.update(profile.profile_sides(ctx, eager, compiled, compiled_bytes))
     if cfg.compile.mode in CUDAGRAPH_MODES:
         check_cudagraphs(ctx)
     if ctx.device.type == "cuda" and ctx.world > 1:  # one process: each side alone (processes.py)
         memory.measure_memory(ctx, eager, compiled)
+        if aoti_figures is not None:  # its weights were allocated at load, before the measured steps
+            r["memory_note"] = "aoti: the package's own copy of the weights is not in the compiled peak"
     if cfg.workload.shapes:
         shapes.run_shape_schedule(ctx, eager, compiled)
     if cfg.bench.convergence_steps:

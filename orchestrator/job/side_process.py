@@ -59,7 +59,12 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
             sides["eager"] = Side(wl.model)
         if role in ("paired", "compiled"):
             compile_cfg = cfg.compile if ctx.compiled_mode else None
-            model = prepare(wl, "none", compile_cfg, device, cfg.bench.dtype, copy_model=role == "paired")
+            if cfg.compile.path == "aoti":  # the package the job built
+                from orchestrator.job import aoti
+
+                model = aoti.load(spec.job_dir, device)
+            else:
+                model = prepare(wl, "none", compile_cfg, device, cfg.bench.dtype, copy_model=role == "paired")
             sides["compiled"] = Side(model)
         for name, side in sides.items():
             t0 = time.perf_counter()

@@ -34,6 +34,7 @@ def result_skeleton(spec: JobSpec) -> dict:
         "fullgraph": c["compile"]["fullgraph"],
         "backend": c["compile"]["backend"],
         "cache": c["compile"]["cache"],
+        "scope": c["compile"].get("scope", "model"),
         "strategy": parallel["strategy"],
         "world_size": 1 if parallel["strategy"] == "none" else parallel["ranks_per_node"] * parallel["nodes"],
         "axes": spec.axes,

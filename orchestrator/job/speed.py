@@ -11,6 +11,7 @@ import torch
 
 from orchestrator.job import isolation, peaks
 from orchestrator.job.context import JobContext, Side, synchronize
+from orchestrator.job.energy import EnergyMeter
 from orchestrator.stats import median_ratio_ci, percentiles, unpaired_ratio_ci
 
 
@@ -52,12 +53,16 @@ def measure_speed(ctx: JobContext, sides: dict[str, Side], process: int = 0) -> 
     own_pids = {int(p) for p in ctx.all_gather(os.getpid())} | {os.getppid()}
     ctx.result.update(isolation.snapshot(ctx.device, own_pids))
     names = list(sides)
+    meter = EnergyMeter.for_device(ctx.device)  # joules of each side's timed blocks (job/energy.py)
     for i in range(b.repeats):
         for name in names if i % 2 == 0 else names[::-1]:
-            steps = ctx.timed_steps(lambda s=sides[name]: ctx.step(s), b.steps_per_repeat)
+            with meter.side(name, b.steps_per_repeat):
+                steps = ctx.timed_steps(lambda s=sides[name]: ctx.step(s), b.steps_per_repeat)
             t.setdefault(f"{name}_ms", []).append(sum(steps) / len(steps) * 1000)
             t.setdefault(f"{name}_step_ms", []).extend(s * 1000 for s in steps)
         t.setdefault("process", []).append(process)
+    if len(sides) == 2:
+        ctx.result.update(meter.summary(ctx.result.get("compile_energy_j")))
 
 
 def summarize(ctx: JobContext) -> None:

@@ -72,7 +72,7 @@ def measure(spec: JobSpec, ctx: JobContext, cache: Path) -> None:
     from orchestrator.job.protocol import SidesDoNotFit, run_protocol
 
     single_gpu = ctx.world == 1 and ctx.device.type == "cuda"
-    apart = ctx.cfg.bench.sides == "apart" and ctx.world == 1
+    apart = ctx.cfg.bench.sides == "apart" and ctx.world == 1 and ctx.cfg.compile.path == "jit"
     why = None
     try:
         run_protocol(ctx, together=not apart)
@@ -117,7 +117,9 @@ def run_job(spec: JobSpec) -> dict | None:
     cache = job_cache(spec)
     private = cfg.compile.cache == "private"
     compiled_mode = cfg.compile.mode != "eager"
-    probes = compiled_mode and cfg.compile.probes and cfg.parallel.world_size == 1
+    probes = (
+        compiled_mode and cfg.compile.probes and cfg.parallel.world_size == 1 and cfg.compile.path == "jit"
+    )
     trace_dir = spec.job_dir / "trace" if cfg.compile.trace else None
     with compile_settings(spec.config["compile"], len(cfg.workload.shapes), cache), torch_trace(trace_dir):
         try:
@@ -134,7 +136,8 @@ def run_job(spec: JobSpec) -> dict | None:
             torch._dynamo.reset()  # nothing compiled earlier in this process may serve this job
             measured = node_peaks(device, Path(spec.sweep_dir)) if cfg.bench.measure_peaks else None
             workload = build_workload(cfg.workload, cfg.bench.task, device, cfg.bench.seed)
-            ctx = JobContext(cfg, workload, device, rank, world, spec.job_dir if probes else None, measured)
+            artifacts = spec.job_dir if probes else None
+            ctx = JobContext(cfg, workload, device, rank, world, artifacts, measured, spec.job_dir)
             del workload
             measure(spec, ctx, cache)
             result.update(ctx.result)

@@ -16,7 +16,7 @@ from orchestrator.present import (
     model_columns,
     with_axes,
 )
-from orchestrator.report import compile_charts, convergence_chart, figures, verdict_section
+from orchestrator.report import compile_charts, convergence_chart, figures, verdict_section, why_charts
 from orchestrator.report.page import asset, grid, html_table, links, results_columns
 from orchestrator.report.summary import aggregates, best_per_model
 from orchestrator.results import isolation_flag, read_plan
@@ -75,6 +75,9 @@ def charts(df: pd.DataFrame, swept: list[str]) -> list[figures.Chart]:
             df, "dyn_recompiles", "Recompiles over the shape schedule", "recompiles", axes_title
         ),
         figures.parity_chart(df, axes_title),
+        why_charts.scope_chart(ok),
+        why_charts.energy_chart(ok),
+        why_charts.roofline_chart(ok),
     ]
 
 
@@ -145,6 +148,12 @@ def write_dashboard(sweep_dir: Path, df: pd.DataFrame, compare: pd.DataFrame | N
             "(e.g. mode=default); a link to this page can carry one: dashboard.html#filter=mode=default.",
         )
     )
+    kernels = why_charts.profile_table(sweep_dir, df)
+    if len(kernels):
+        note = "From the untimed profile pass (bench.profile=true); traces: jobs/<id>/profile_<side>.json."
+        sections.append(
+            _section("Why it is faster: kernels", html_table(kernels, list(kernels.columns), "kernels"), note)
+        )
     reasons = _reasons(sweep_dir, df)
     if len(reasons):
         sections.append(

@@ -52,6 +52,12 @@ MORE_COLUMNS = [
     "parity_ok",
     "parity_err",
     "scaling_efficiency",
+    "graph_ops",
+    "aoti_package_s",
+    "aoti_load_s",
+    "eager_j_per_step",
+    "compiled_j_per_step",
+    "energy_break_even_steps",
     "error",
     "job_id",
 ]

@@ -1,0 +1,162 @@
+"""`compile.path=aoti`: the deployment path for inference. `torch.export`, then an AOTInductor
+package (`torch._inductor.aoti_compile_and_package`), loaded as a server would load it.
+
+The package is loaded first in a fresh process: its load and first call there are a server's cold
+start, and a load that kills the process (a segfault was seen on torch 2.11 + H200) is reported
+with its signal instead of taking the job down. Then it is loaded here, and its speed measured
+paired against eager like any compiled side.
+
+    python -m orchestrator.job.aoti PACKAGE DEVICE INPUTS ANSWER     (the cold-start probe)
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from orchestrator.failures import CompileError
+from orchestrator.job import energy
+from orchestrator.job.context import JobContext, autocast, first_line, synchronize
+
+PACKAGE_FILE = "model.pt2"
+INPUTS_FILE = "aoti_inputs.pt"
+
+
+class Autocast(nn.Module):
+    """The model under the job's autocast inside forward, so that export records it."""
+
+    def __init__(self, inner: nn.Module, device: torch.device, dtype: str) -> None:
+        super().__init__()
+        self.inner, self.device, self.dtype = inner, device, dtype
+
+    def forward(self, *inputs: torch.Tensor) -> object:
+        with autocast(self.device, self.dtype):
+            return self.inner(*inputs)
+
+
+class Package(nn.Module):
+    """A loaded AOTInductor package as the compiled side's model (its weights live in the package)."""
+
+    def __init__(self, runner: object) -> None:
+        super().__init__()
+        self.runner = runner
+
+    def forward(self, *inputs: torch.Tensor) -> object:
+        return self.runner(*inputs)  # type: ignore[operator]
+
+
+def _load(path: Path, device: torch.device) -> object:
+    load = torch._inductor.aoti_load_package
+    kwargs = {}
+    if device.type == "cuda" and "device_index" in inspect.signature(load).parameters:  # newer torch
+        kwargs["device_index"] = device.index if device.index is not None else torch.cuda.current_device()
+    return load(str(path), **kwargs)
+
+
+def load(job_dir: Path, device: torch.device) -> nn.Module:
+    """The job's package, loaded again (a side process of processes.py)."""
+    return Package(_load(job_dir / PACKAGE_FILE, device))
+
+
+def build(ctx: JobContext) -> tuple[nn.Module, dict]:
+    """Export, package, cold-load in a fresh process, load here: the compiled side and its figures."""
+    assert ctx.job_dir is not None, "the package is kept in the job's directory"
+    job_dir = ctx.job_dir
+    model = Autocast(ctx.wl.model, ctx.device, ctx.cfg.bench.dtype).eval()
+    read_j, _ = energy.counter(ctx.device)  # the GPU's energy over export, package and load
+    j0 = read_j() if read_j else None
+    t0 = time.perf_counter()
+    try:
+        with torch.no_grad():
+            exported = torch.export.export(model, tuple(ctx.inputs))
+    except torch.OutOfMemoryError:
+        raise
+    except Exception as e:  # the model cannot be exported: a compile error whose message says export
+        raise CompileError(f"export: {type(e).__name__}: {first_line(e)}") from e
+    export_s = time.perf_counter() - t0
+    configs = {"max_autotune": True} if ctx.cfg.compile.mode == "max-autotune-no-cudagraphs" else {}
+    t0 = time.perf_counter()
+    try:
+        path = Path(
+            torch._inductor.aoti_compile_and_package(
+                exported, package_path=str(job_dir / PACKAGE_FILE), inductor_configs=configs
+            )
+        )
+    except torch.OutOfMemoryError:
+        raise
+    except Exception as e:
+        raise CompileError(f"aoti package: {type(e).__name__}: {first_line(e)}") from e
+    package_s = time.perf_counter() - t0
+    cold = cold_start(path, ctx, job_dir)
+    t0 = time.perf_counter()
+    runner = _load(path, ctx.device)
+    load_s = time.perf_counter() - t0
+    figures = {
+        "aoti_export_s": export_s,
+        "aoti_package_s": package_s,
+        "aoti_load_s": cold["load_s"],
+        "aoti_cold_start_s": cold["load_s"] + cold["first_call_s"],
+        "aoti_load_warm_s": load_s,
+        "aoti_package_mb": path.stat().st_size / 2**20,
+        "aoti_package": str(path),
+        "compile_energy_j": read_j() - j0 if read_j and j0 is not None else None,
+    }
+    return Package(runner), figures
+
+
+def cold_start(path: Path, ctx: JobContext, job_dir: Path) -> dict:
+    """Load the package and call it once in a fresh process; a crash there is a compile error."""
+    inputs, answer = job_dir / INPUTS_FILE, job_dir / "aoti_cold_start.json"
+    torch.save(tuple(t.cpu() for t in ctx.inputs), inputs)
+    cmd = [
+        sys.executable,
+        "-m",
+        "orchestrator.job.aoti",
+        str(path),
+        str(ctx.device),
+        str(inputs),
+        str(answer),
+    ]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=ctx.cfg.bench.timeout_s)
+    except subprocess.TimeoutExpired:
+        raise CompileError(
+            f"aoti load: loading the package took over {ctx.cfg.bench.timeout_s:.0f} s"
+        ) from None
+    finally:
+        inputs.unlink(missing_ok=True)
+    if proc.returncode < 0:
+        name = signal.Signals(-proc.returncode).name
+        raise CompileError(f"aoti load: aoti_load_package killed a fresh process with {name} ({path.name})")
+    if proc.returncode != 0 or not answer.exists():
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise CompileError(f"aoti load: exit {proc.returncode}: {tail}"[:500])
+    return json.loads(answer.read_text())
+
+
+def main(package: str, device_name: str, inputs_path: str, answer: str) -> None:
+    device = torch.device(device_name)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    inputs = tuple(t.to(device) for t in torch.load(inputs_path))
+    t0 = time.perf_counter()
+    runner = _load(Path(package), device)
+    synchronize(device)
+    load_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        runner(*inputs)  # type: ignore[operator]
+    synchronize(device)
+    Path(answer).write_text(json.dumps({"load_s": load_s, "first_call_s": time.perf_counter() - t0}))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:5])

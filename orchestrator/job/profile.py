@@ -1,0 +1,169 @@
+"""Why it is faster (`bench.profile=true`): an untimed torch.profiler pass per side after the timed
+phase, and a roofline point per side.
+
+Per side: kernels per step (CUDA kernels; on a CPU, aten ops: inductor's C++ kernels run inside the
+compiled region's op, which is what the CPU list shows), GPU busy fraction (the union of kernel
+intervals over the profiled wall time), the top kernels by time, and the trace kept in the job's
+directory. Roofline: FLOPs of a step (flops_per_step) and bytes it moves at kernel boundaries, over
+the timed step time, against the device's peaks. Eager's bytes are counted op by op (each aten op
+reads its inputs and writes its outputs); compiled's are inductor's own count over its scheduled
+kernels (`GraphLowering.count_bytes`, forward and backward graphs), recorded while the job compiled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Iterator
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from orchestrator.job.context import JobContext, Side, synchronize
+from orchestrator.job.environment import peak_flops
+
+TOP = 5
+MAX_STEPS = 5  # profiled steps per side: enough to average, a trace of a few MB
+PEAK_BYTES_PER_S = {"H200": 4.8e12, "H100": 3.35e12, "A100": 2.0e12}  # HBM, by device-name fragment
+# Inductor counts a graph's bytes only while this logger is enabled for INFO (compile_fx.py).
+_METRICS_LOG = "torch._inductor.compile_fx.__inductor_metrics"
+
+
+def peak_bytes_per_s(device: torch.device) -> float | None:
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    return next((v for k, v in PEAK_BYTES_PER_S.items() if k in name), None)
+
+
+@contextlib.contextmanager
+def counting_compiled_bytes(enabled: bool) -> Iterator[None]:
+    """Inductor's byte count of what it compiles in this scope, into its metrics (silently)."""
+    if not enabled:
+        yield
+        return
+    from torch._inductor import metrics
+
+    log = logging.getLogger(_METRICS_LOG)
+    saved = (log.level, log.propagate, log.disabled)
+    quiet = logging.NullHandler()
+    log.setLevel(logging.INFO)
+    log.propagate, log.disabled = False, False
+    log.addHandler(quiet)
+    metrics.reset()
+    try:
+        yield
+    finally:
+        log.removeHandler(quiet)
+        log.level, log.propagate, log.disabled = saved
+
+
+def compiled_bytes() -> int | None:
+    from torch._inductor import metrics
+
+    return int(metrics.num_bytes_accessed) or None
+
+
+class _ByteCounter(TorchDispatchMode):
+    """Bytes each aten op reads (its tensor inputs) and writes (its tensor outputs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bytes = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        out = func(*args, **(kwargs or {}))
+        for t in tree_leaves((args, kwargs, out)):
+            if isinstance(t, torch.Tensor):
+                self.bytes += t.numel() * t.element_size()
+        return out
+
+
+def eager_bytes(ctx: JobContext, eager: Side) -> int:
+    counter = _ByteCounter()
+    with counter:
+        ctx.forward_backward(eager.model, ctx.inputs)
+    eager.model.zero_grad(set_to_none=True)
+    return counter.bytes
+
+
+def _profile_side(ctx: JobContext, side: Side, name: str, steps: int) -> dict:
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = ctx.device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    synchronize(ctx.device)
+    with profile(activities=activities) as prof:
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            ctx.step(side)
+        synchronize(ctx.device)
+        wall_us = (time.perf_counter() - t0) * 1e6
+    assert ctx.job_dir is not None, "the trace is kept in the job's directory"
+    trace = ctx.job_dir / f"profile_{name}.json"
+    prof.export_chrome_trace(str(trace))
+    if cuda:
+        events = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
+        spans = sorted((e.time_range.start, e.time_range.end) for e in events)
+        busy, end = 0.0, float("-inf")
+        for a, b in spans:  # union of the kernel intervals
+            busy += max(0.0, b - max(a, end))
+            end = max(end, b)
+        times = [(e.name, e.time_range.elapsed_us()) for e in events]
+        busy_fraction: float | None = busy / wall_us if wall_us else None
+    else:
+        aten = [e for e in prof.events() if e.device_type == DeviceType.CPU and e.name.startswith("aten::")]
+        # The ops that do the work: aten ops that call no other aten op (linear -> addmm counts once).
+        events = [e for e in aten if not any(c.name.startswith("aten::") for c in e.cpu_children)]
+        times = [(e.name, e.self_cpu_time_total) for e in prof.events() if e.device_type == DeviceType.CPU]
+        busy_fraction = None
+    by_name: dict[str, float] = {}
+    for kname, us in times:
+        by_name[kname] = by_name.get(kname, 0.0) + us
+    total = sum(by_name.values()) or 1.0
+    top = sorted(by_name.items(), key=lambda kv: -kv[1])[:TOP]
+    return {
+        f"{name}_kernels_per_step": len(events) / steps,
+        f"{name}_busy_fraction": busy_fraction,
+        f"{name}_profile_step_ms": wall_us / steps / 1000,
+        f"{name}_top_kernels": [
+            {"name": k[:160], "ms_per_step": us / steps / 1000, "share": us / total} for k, us in top
+        ],
+        f"{name}_profile_trace": str(trace),
+    }
+
+
+def profile_sides(ctx: JobContext, eager: Side, compiled: Side, compiled_bytes_per_step: int | None) -> dict:
+    """The profile pass and the roofline points, as result fields."""
+    cuda = ctx.device.type == "cuda"
+    r = ctx.result
+    steps = min(max(2, ctx.cfg.bench.steps_per_repeat), MAX_STEPS)
+    out: dict = {
+        "profile_unit": "cuda kernels"
+        if cuda
+        else "cpu ops (aten; compiled C++ kernels run inside their region)",
+        "profile_steps": steps,
+        "peak_bytes_per_s": peak_bytes_per_s(ctx.device),
+        "peak_flops_per_s": peak_flops(ctx.device, ctx.cfg.bench.dtype),
+    }
+    for name, side in (("eager", eager), ("compiled", compiled)):
+        out.update(_profile_side(ctx, side, name, steps))
+    flops = r.get("flops_per_step")
+    moved = {"eager": eager_bytes(ctx, eager), "compiled": compiled_bytes_per_step}
+    if not ctx.compiled_mode:  # the eager control: both sides are the eager model
+        moved["compiled"] = moved["eager"]
+    elif ctx.cfg.compile.scope != "model":  # one block graph serves every block; the rest is eager
+        moved["compiled"] = None
+        out["roofline_note"] = (
+            "compiled bytes: per compiled graph, not per step, under compile.scope != model"
+        )
+    for name in ("eager", "compiled"):
+        ms = r.get(f"{name}_ms")
+        out[f"{name}_bytes_per_step"] = moved[name]
+        out[f"{name}_flops_per_s"] = flops / (ms / 1000) if flops and ms else None
+        out[f"{name}_bytes_per_s"] = moved[name] / (ms / 1000) if moved[name] and ms else None
+        out[f"{name}_intensity"] = flops / moved[name] if flops and moved[name] else None
+    return out

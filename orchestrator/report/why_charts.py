@@ -1,0 +1,123 @@
+"""Beyond the modes: compile scope against speed, energy per step, and why it is faster (the
+roofline point of each side and the profile pass's kernels)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from orchestrator.report.figures import Chart, _layout, _per_job, _values
+
+SIDES = (("eager", "#8c8c8c"), ("compiled", "#1f77b4"))
+
+
+def scope_chart(ok: pd.DataFrame) -> Chart:
+    title = "Scope of compilation: compile seconds against speedup"
+    if "scope" not in ok or ok["scope"].nunique() < 2 or "compile_s" not in ok:
+        return Chart(title, None, "compile.scope is not an axis of this sweep.")
+    fig = go.Figure()
+    for scope, part in ok.groupby("scope", sort=False):
+        fig.add_scatter(
+            x=_values(part["compile_s"]),
+            y=_values(part["speedup"]),
+            mode="markers",
+            name=f"scope={scope}",
+            marker={"size": 11},
+            customdata=_values(part["label"]),
+            hovertemplate="%{customdata}<br>compile %{x:.3g} s, speedup %{y:.3f}<extra></extra>",
+        )
+    _layout(fig, xaxis_title="compile s", yaxis_title="speedup (x)")
+    note = (
+        "One point per job, by compile.scope: `blocks` compiles one block graph that every block reuses "
+        "(fewer seconds), `model` one graph of everything (more fusion across the edges)."
+    )
+    return Chart(title, fig, note)
+
+
+def energy_chart(ok: pd.DataFrame) -> Chart:
+    title = "Energy per step (GPU, NVML)"
+    if "eager_j_per_step" not in ok or ok["eager_j_per_step"].isna().all():
+        return Chart(title, None, "Not measured in this sweep (NVML on a GPU only).")
+    rows, capped = _per_job(ok[ok["eager_j_per_step"].notna()], "eager_j_per_step", "using the most")
+    fig = go.Figure()
+    for side, color in SIDES:
+        fig.add_bar(
+            x=_values(rows["job_label"]), y=_values(rows[f"{side}_j_per_step"]), name=side, marker_color=color
+        )
+    _layout(fig, rows["job_label"].tolist(), barmode="group", yaxis_title="J per step")
+    note = (
+        "Board energy over each side's timed blocks, per step. energy_break_even_steps (table): "
+        "the GPU energy of the compile over the energy saved per step."
+    )
+    return Chart(title, fig, note + capped)
+
+
+def roofline_chart(ok: pd.DataFrame) -> Chart:
+    title = "Roofline: each side's FLOP/s against its arithmetic intensity"
+    need = ["eager_intensity", "compiled_intensity", "eager_flops_per_s", "compiled_flops_per_s"]
+    rows = ok.dropna(subset=need) if set(need) <= set(ok.columns) else ok.iloc[0:0]
+    if rows.empty:
+        return Chart(
+            title, None, "No job ran the profile pass (bench.profile=true) with counted FLOPs and bytes."
+        )
+    fig = go.Figure()
+    for side, color in SIDES:
+        fig.add_scatter(
+            x=_values(rows[f"{side}_intensity"]),
+            y=_values(rows[f"{side}_flops_per_s"] / 1e12),
+            mode="markers",
+            name=side,
+            marker={"size": 11, "color": color},
+            customdata=_values(rows["label"]),
+            hovertemplate="%{customdata}<br>%{x:.3g} FLOP/byte, %{y:.3g} TFLOP/s<extra>" + side + "</extra>",
+        )
+    for _, row in rows.iterrows():  # each job's move from eager to compiled
+        fig.add_scatter(
+            x=[row["eager_intensity"], row["compiled_intensity"]],
+            y=[row["eager_flops_per_s"] / 1e12, row["compiled_flops_per_s"] / 1e12],
+            mode="lines",
+            line={"color": "#bbb", "width": 1},
+            showlegend=False,
+            hoverinfo="skip",
+        )
+    peaks = rows[["peak_flops_per_s", "peak_bytes_per_s"]].dropna() if "peak_bytes_per_s" in rows else []
+    if len(peaks):
+        flops, bw = float(peaks.iloc[0, 0]), float(peaks.iloc[0, 1])
+        x = np.logspace(-1, 4, 60)
+        fig.add_scatter(
+            x=x.tolist(), y=(np.minimum(flops, x * bw) / 1e12).tolist(), mode="lines", name="device roof"
+        )
+    _layout(fig, xaxis_type="log", yaxis_type="log", xaxis_title="FLOP per byte", yaxis_title="TFLOP/s")
+    note = (
+        "Per job and side: flops_per_step over the timed step, against FLOPs per byte moved at kernel "
+        "boundaries (eager: every aten op's inputs and outputs; compiled: inductor's count of its kernels). "
+        "Fusion moves a side right (fewer bytes); the roof is the device's peaks where known."
+    )
+    return Chart(title, fig, note)
+
+
+def profile_table(sweep_dir: Path, df: pd.DataFrame) -> pd.DataFrame:
+    """Per profiled job: kernels per step, busy fraction, the top kernels of each side."""
+    rows = []
+    profiled = df[df["eager_kernels_per_step"].notna()] if "eager_kernels_per_step" in df else df.iloc[0:0]
+    for job_id, label in zip(profiled["job_id"], profiled["job_label"], strict=True):
+        r = json.loads((sweep_dir / "jobs" / job_id / "result.json").read_text())
+        for side, _ in SIDES:
+            top = r.get(f"{side}_top_kernels") or []
+            rows.append(
+                {
+                    "job": label,
+                    "side": side,
+                    "unit": r.get("profile_unit"),
+                    "per step": r.get(f"{side}_kernels_per_step"),
+                    "busy": r.get(f"{side}_busy_fraction"),
+                    "top by time (ms/step)": "; ".join(
+                        f"{k['name'][:60]} {k['ms_per_step']:.3g}" for k in top[:3]
+                    ),
+                }
+            )
+    return pd.DataFrame(rows)

@@ -11,7 +11,7 @@ case "$1" in
   modes)  # +sweep=modes twice, P=2 (max-autotune modes left out: minutes of autotuning each)
     MODES="compile.mode=eager,default,reduce-overhead"
     SWEEP_TIMEOUT_S=270 VERDICT_STEPS="10000 1000000" bash scripts/gpu-bench.sh \
-      "+sweep=modes $GPT2 $MODES bench.processes=2 sweep.name=modes-run1" \
+      "+sweep=modes $GPT2 $MODES bench.processes=2 bench.profile=true sweep.name=modes-run1" \
       "+sweep=modes $GPT2 $MODES bench.processes=2 sweep.name=modes-run2"
     export PYTHONPATH=/tmp/site:$PWD
     for mode in eager default reduce-overhead; do  # the independent per-side memory check

@@ -22,20 +22,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from orchestrator.job.context import JobContext, Side, synchronize
-from orchestrator.job.environment import peak_flops
+from orchestrator.job.peaks import peak_bandwidth, peak_flops
 
 TOP = 5
 MAX_STEPS = 5  # profiled steps per side: enough to average, a trace of a few MB
-PEAK_BYTES_PER_S = {"H200": 4.8e12, "H100": 3.35e12, "A100": 2.0e12}  # HBM, by device-name fragment
 # Inductor counts a graph's bytes only while this logger is enabled for INFO (compile_fx.py).
 _METRICS_LOG = "torch._inductor.compile_fx.__inductor_metrics"
-
-
-def peak_bytes_per_s(device: torch.device) -> float | None:
-    if device.type != "cuda":
-        return None
-    name = torch.cuda.get_device_name(device)
-    return next((v for k, v in PEAK_BYTES_PER_S.items() if k in name), None)
 
 
 @contextlib.contextmanager
@@ -146,8 +138,8 @@ def profile_sides(ctx: JobContext, eager: Side, compiled: Side, compiled_bytes_p
         if cuda
         else "cpu ops (aten; compiled C++ kernels run inside their region)",
         "profile_steps": steps,
-        "peak_bytes_per_s": peak_bytes_per_s(ctx.device),
-        "peak_flops_per_s": peak_flops(ctx.device, ctx.cfg.bench.dtype),
+        "peak_bytes_per_s": peak_bandwidth(ctx.device, ctx.peaks)[0],
+        "peak_flops_per_s": peak_flops(ctx.device, ctx.cfg.bench.dtype, ctx.peaks)[0],
     }
     for name, side in (("eager", eager), ("compiled", compiled)):
         out.update(_profile_side(ctx, side, name, steps))

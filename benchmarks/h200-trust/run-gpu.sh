@@ -13,8 +13,11 @@ case "$1" in
     SWEEP_TIMEOUT_S=270 VERDICT_STEPS="10000 1000000" bash scripts/gpu-bench.sh \
       "+sweep=modes $GPT2 $MODES bench.processes=2 bench.profile=true sweep.name=modes-run1" \
       "+sweep=modes $GPT2 $MODES bench.processes=2 sweep.name=modes-run2"
+    OUT=$OUT/convergence SWEEP_TIMEOUT_S=150 bash scripts/gpu-bench.sh \
+      "$GPT2 compile.mode=default bench.convergence_steps=300 bench.processes=1 bench.timeout_s=140 sweep.name=convergence" ;;
+  memory)  # the independent per-side memory check (memory_alone.py), one process per mode
     export PYTHONPATH=/tmp/site:$PWD
-    for mode in eager default reduce-overhead; do  # the independent per-side memory check
+    for mode in eager default reduce-overhead; do
       timeout 120 python3 benchmarks/h200-trust/memory_alone.py --size gpt2 --mode "$mode" | tee -a "$OUT/memory_alone.jsonl"
     done ;;
   big)  # 6.7b training (sides apart), 2.7b training (reserved memory), DDP/FSDP2 with 2 ranks on 1 GPU

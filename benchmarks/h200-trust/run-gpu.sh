@@ -21,11 +21,11 @@ case "$1" in
       timeout 120 python3 benchmarks/h200-trust/memory_alone.py --size gpt2 --mode "$mode" | tee -a "$OUT/memory_alone.jsonl"
     done ;;
   big)  # 6.7b training (sides apart), 2.7b training (reserved memory), DDP/FSDP2 with 2 ranks on 1 GPU
-    SWEEP_TIMEOUT_S=200 bash scripts/gpu-bench.sh \
+    SWEEP_TIMEOUT_S=190 bash scripts/gpu-bench.sh \
       "workload.size=6.7b bench.dtype=bf16 compile.probes=false bench.processes=1 bench.repeats=4 sweep.name=gpt-6.7b"
-    OUT=$OUT/b SWEEP_TIMEOUT_S=130 bash scripts/gpu-bench.sh \
+    OUT=$OUT/b SWEEP_TIMEOUT_S=110 bash scripts/gpu-bench.sh \
       "workload.size=2.7b bench.dtype=bf16 compile.probes=false bench.processes=1 bench.repeats=6 sweep.name=gpt-2.7b"
-    OUT=$OUT/parallel SWEEP_TIMEOUT_S=200 bash scripts/gpu-bench.sh \
+    OUT=$OUT/parallel SWEEP_TIMEOUT_S=190 bash scripts/gpu-bench.sh \
       "+sweep=parallel $GPT2 parallel.ranks_per_node=2 launcher.gpus_per_node=1 bench.timeout_s=140 sweep.name=parallel-shared" ;;
 esac
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.csv" 2>&1

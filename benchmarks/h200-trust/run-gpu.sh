@@ -25,7 +25,7 @@ case "$1" in
       "workload.size=6.7b bench.dtype=bf16 compile.probes=false bench.processes=1 bench.repeats=4 sweep.name=gpt-6.7b"
     OUT=$OUT/b SWEEP_TIMEOUT_S=110 bash scripts/gpu-bench.sh \
       "workload.size=2.7b bench.dtype=bf16 compile.probes=false bench.processes=1 bench.repeats=6 sweep.name=gpt-2.7b"
-    OUT=$OUT/parallel SWEEP_TIMEOUT_S=190 bash scripts/gpu-bench.sh \
+    OUT=$OUT/parallel SWEEP_TIMEOUT_S=180 bash scripts/gpu-bench.sh \
       "+sweep=parallel $GPT2 parallel.ranks_per_node=2 launcher.gpus_per_node=1 bench.timeout_s=140 sweep.name=parallel-shared" ;;
 esac
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.csv" 2>&1

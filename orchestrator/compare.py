@@ -60,6 +60,13 @@ def _samples(timings: dict | None, column: str) -> tuple[list[float], list[int] 
     return values, timings.get("process")
 
 
+def _paired_timings(result: dict | None) -> dict | None:
+    """A job's per-repetition timings where they are pairs (sides apart: no pairs, threshold rule)."""
+    if not result or result.get("interleaved") is False:
+        return None
+    return result.get("timings")
+
+
 def compare_tables(
     base: pd.DataFrame,
     cand: pd.DataFrame,
@@ -166,7 +173,7 @@ def run_compare(base_dir: Path, cand_dir: Path, th: CompareConfig) -> int:
             "nothing to compare"
         )
     timings = [
-        {j: (read_result(d / "jobs" / j) or {}).get("timings") for j in common} for d in (base_dir, cand_dir)
+        {j: _paired_timings(read_result(d / "jobs" / j)) for j in common} for d in (base_dir, cand_dir)
     ]
     findings = compare_tables(base, cand, th, *timings)
     findings.to_csv(cand_dir / "compare.csv", index=False)

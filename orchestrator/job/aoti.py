@@ -25,6 +25,7 @@ from torch import nn
 from orchestrator.failures import CompileError
 from orchestrator.job import energy
 from orchestrator.job.context import JobContext, autocast, first_line, synchronize
+from orchestrator.job.supervisor import die_with_parent
 
 PACKAGE_FILE = "model.pt2"
 INPUTS_FILE = "aoti_inputs.pt"
@@ -126,7 +127,10 @@ def cold_start(path: Path, ctx: JobContext, job_dir: Path) -> dict:
         str(answer),
     ]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=ctx.cfg.bench.timeout_s)
+        timeout = ctx.cfg.bench.timeout_s
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=die_with_parent
+        )
     except subprocess.TimeoutExpired:
         raise CompileError(
             f"aoti load: loading the package took over {ctx.cfg.bench.timeout_s:.0f} s"

@@ -56,6 +56,8 @@ class JobContext:
     """This node's measured peaks (`bench.measure_peaks`, job/peaks.py); None: the spec sheet's."""
     job_dir: Path | None = None
     """The job's directory: AOTInductor packages and profiler traces are kept there."""
+    start_state: dict | None = None
+    """The model's weights before the first step, on the CPU (the convergence check starts there)."""
     result: dict = field(default_factory=dict)
     timings: dict[str, list] = field(default_factory=dict)
     """Per repetition: `<side>_ms`, `process`; per step: `<side>_step_ms` (speed.measure_speed)."""

@@ -86,9 +86,10 @@ def run_convergence(ctx: JobContext, eager: Side, compiled: Side) -> None:
     # A copy of the eager side's module (the workload's own may be in fp64 now: the parity reference).
     plain = dataclasses.replace(ctx.wl, model=unwrap(eager.model))
     reference = Side(prepare(plain, cfg.parallel.strategy, None, ctx.device, cfg.bench.dtype))
-    # The workload's model never took an optimizer step: its values are the sides' common start
-    # (fp64 holds them exactly; loading casts back to each side's dtype).
-    start = {k: v.detach().clone() for k, v in ctx.wl.model.state_dict().items()}
+    # The weights both sides started from, kept on the CPU before the first calls (protocol.py):
+    # the eager side is the workload's own model and has trained since.
+    start = ctx.start_state
+    assert start is not None, "protocol keeps the start weights when convergence_steps > 0"
     sides = {"eager": eager, "compiled": compiled, "reference": reference}
     for side in sides.values():
         unwrap(side.model).load_state_dict(start)  # in place: the compiled graphs stay valid

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from orchestrator.job.compile_cost import fresh_dir
+from orchestrator.job.supervisor import die_with_parent
 from orchestrator.spec import JobSpec
 
 
@@ -27,6 +28,7 @@ def run_fresh(spec: JobSpec, module: str, kind: str, payload: dict) -> tuple[dic
     try:
         proc = subprocess.run(
             [sys.executable, "-m", module, str(request)],
+            preexec_fn=die_with_parent,  # a job stopped from outside takes its fresh processes along
             capture_output=True,
             text=True,
             timeout=spec.cfg.bench.timeout_s,

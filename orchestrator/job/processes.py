@@ -15,7 +15,7 @@ import torch
 
 from orchestrator.failures import ParityError
 from orchestrator.job import speed
-from orchestrator.job.context import JobContext, first_line
+from orchestrator.job.context import JobContext
 from orchestrator.job.fresh import run_fresh
 from orchestrator.spec import JobSpec
 
@@ -79,7 +79,7 @@ def sides_alone(spec: JobSpec, ctx: JobContext, cache: Path, full: bool, prime: 
     return answers
 
 
-def one_after_the_other(spec: JobSpec, ctx: JobContext, cache: Path, why: BaseException | None) -> None:
+def one_after_the_other(spec: JobSpec, ctx: JobContext, cache: Path, why: str | None) -> None:
     """Both sides measured apart (they do not fit together): timings, memory, sampled parity."""
     from orchestrator.job.parity import check_sampled_parity
 
@@ -92,7 +92,7 @@ def one_after_the_other(spec: JobSpec, ctx: JobContext, cache: Path, why: BaseEx
                 ctx.timings[key] = values
     r["interleaved"] = False
     r["sides_note"] = "sides measured one after the other, each alone" + (
-        f" (together: {first_line(why)[:160]})" if why else ""
+        f" (together: {why.splitlines()[0][:160]})" if why else ""
     )
     if r.get("compile_s") is None and ctx.compiled_mode:  # the main process never got to compile
         first_s = answers["compiled"]["compiled_first_call_s"] - answers["eager"]["eager_first_call_s"]

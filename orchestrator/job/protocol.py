@@ -56,6 +56,8 @@ def run_protocol(ctx: JobContext, together: bool = True) -> dict:
 def _both_sides(ctx: JobContext) -> None:
     cfg, wl, r = ctx.cfg, ctx.wl, ctx.result
     strategy, dtype = cfg.parallel.strategy, cfg.bench.dtype
+    if cfg.bench.convergence_steps and ctx.train:  # the common start, on the CPU (no device copy)
+        ctx.start_state = {k: v.detach().to("cpu", copy=True) for k, v in wl.model.state_dict().items()}
     # Two models on the device, no more: eager is the workload's own (FSDP shards in place: a copy).
     eager = Side(prepare(wl, strategy, None, ctx.device, dtype, copy_model=strategy == "fsdp"))
     aoti_figures = None

@@ -16,7 +16,7 @@ import json
 import signal
 import subprocess
 import sys
-import time
+from pathlib import Path
 
 import submitit
 
@@ -28,10 +28,20 @@ PR_SET_PDEATHSIG = 1
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2}
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: Linux kills it when this parent dies (SIGKILL skips any cleanup)."""
+def die_with_parent() -> None:
+    """In a child, before exec: Linux kills it when its parent dies (SIGKILL skips any cleanup)."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _worker_child() -> None:
+    """The worker child, before exec: it dies with this supervisor, and leaves the scheduler's
+    notices to it. Slurm sends SIGTERM (scancel, preemption) and the time-limit SIGUSR1/2 to every
+    process of the step: submitit's handler in this process decides (requeue, or stop), so the
+    child ignores them (an ignored signal stays ignored across exec); SIGKILL still ends it."""
+    die_with_parent()
+    for notice in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(notice, signal.SIG_IGN)
 
 
 def how_it_ended(returncode: int) -> str:
@@ -68,9 +78,8 @@ def run_child(spec: JobSpec) -> dict | None:
     request = spec.job_dir / f"request.rank{rank}.json"
     request.write_text(json.dumps(dataclasses.asdict(spec), default=str))
     result_path = spec.job_dir / RESULT_FILE
-    started = time.time()
     child = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator.job.worker", str(request)], preexec_fn=_die_with_parent
+        [sys.executable, "-m", "orchestrator.job.worker", str(request)], preexec_fn=_worker_child
     )
     try:
         returncode = child.wait()
@@ -79,7 +88,7 @@ def run_child(spec: JobSpec) -> dict | None:
             child.kill()
             child.wait()
     request.unlink(missing_ok=True)
-    wrote = result_path.exists() and result_path.stat().st_mtime >= started
+    wrote = _written_by(result_path, child.pid)
     if -returncode in STOP_SIGNALS and not wrote:
         # Stopped from outside (scancel, the orchestrator's stop, Ctrl-C): no result of its own, so
         # that the scheduler's state decides and a resumed sweep runs the job again.
@@ -89,6 +98,14 @@ def run_child(spec: JobSpec) -> dict | None:
     if rank != 0 or not wrote:
         return None
     return json.loads(result_path.read_text())
+
+
+def _written_by(path: Path, pid: int) -> bool:
+    """Whether the result file is this child's (its pid inside), not one left by an earlier attempt."""
+    try:
+        return json.loads(path.read_text()).get("pid") == pid
+    except (OSError, ValueError):
+        return False
 
 
 def _write_ended(spec: JobSpec, rank: int, returncode: int, line: str) -> dict | None:

@@ -28,7 +28,7 @@ from orchestrator.job.compile_cost import (
     tlparse_report,
     torch_trace,
 )
-from orchestrator.job.context import JobContext
+from orchestrator.job.context import JobContext, first_line
 from orchestrator.job.device import check_device, job_device
 from orchestrator.job.skeleton import log_paths, result_skeleton
 from orchestrator.results import RESULT_FILE, write_json_atomic
@@ -77,10 +77,12 @@ def measure(spec: JobSpec, ctx: JobContext, cache: Path) -> None:
     try:
         run_protocol(ctx, together=not apart)
     except SidesDoNotFit as e:
-        why = e
+        why = str(e)  # not the exception: its traceback would keep the sides alive
     del ctx.wl  # the fresh processes want the device to themselves
-    gc.collect()
     torch._dynamo.reset()
+    gc.collect()
+    if ctx.device.type == "cuda":
+        torch.cuda.empty_cache()
     if why is not None or apart:
         processes.one_after_the_other(spec, ctx, cache, why)
         return
@@ -88,7 +90,10 @@ def measure(spec: JobSpec, ctx: JobContext, cache: Path) -> None:
     if n > 1:
         processes.more_processes(spec, ctx, cache, n)
     if single_gpu:
-        processes.sides_alone(spec, ctx, cache, full=False)
+        try:
+            processes.sides_alone(spec, ctx, cache, full=False)
+        except (RuntimeError, torch.OutOfMemoryError) as e:  # the timings stand; memory is missing
+            ctx.result["memory_error"] = first_line(e)
 
 
 def _log_run(spec: JobSpec, event: str) -> None:
@@ -184,12 +189,7 @@ def run_job(spec: JobSpec) -> dict | None:
 def main(request_path: str) -> None:
     """The child process of `supervisor.Worker`: measure the job whose spec is in REQUEST.json."""
     import json
-    import signal
 
-    # Slurm sends the time-limit notice to every process of the step: the supervisor handles it
-    # (submitit requeues), and this child must not die of it first.
-    for notice in (signal.SIGUSR1, signal.SIGUSR2):
-        signal.signal(notice, signal.SIG_IGN)
     run_job(JobSpec(**json.loads(Path(request_path).read_text())))
 
 

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import submitit
+from submitit.core.utils import UncompletedJobError
 
 from orchestrator.spec import JobSpec
 
@@ -83,10 +84,12 @@ def run_child(spec: JobSpec) -> dict | None:
     )
     try:
         returncode = child.wait()
+    except UncompletedJobError as e:  # the time limit, and no requeue left: the job's last word
+        _stop(child)
+        _write_ended(spec, rank, None, str(e))
+        raise
     finally:  # an exception here (submitit's timeout signal, Ctrl-C) must not leave it running
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+        _stop(child)
     request.unlink(missing_ok=True)
     wrote = _written_by(result_path, child.pid)
     if -returncode in STOP_SIGNALS and not wrote:
@@ -100,6 +103,12 @@ def run_child(spec: JobSpec) -> dict | None:
     return json.loads(result_path.read_text())
 
 
+def _stop(child: subprocess.Popen) -> None:
+    if child.poll() is None:
+        child.kill()
+        child.wait()
+
+
 def _written_by(path: Path, pid: int) -> bool:
     """Whether the result file is this child's (its pid inside), not one left by an earlier attempt."""
     try:
@@ -108,19 +117,25 @@ def _written_by(path: Path, pid: int) -> bool:
         return False
 
 
-def _write_ended(spec: JobSpec, rank: int, returncode: int, line: str) -> dict | None:
-    """The result of a child that ended without writing one (rank 0), or its rank's error."""
+def _write_ended(spec: JobSpec, rank: int, returncode: int | None, line: str) -> dict | None:
+    """The result of a child that ended without writing one (rank 0), or its rank's error: its exit
+    code (`returncode`), or with None the time limit it hit (submitit gave up requeueing)."""
     from orchestrator.failures import write_rank_error
 
-    error = f"worker process {how_it_ended(returncode)} before writing a result"
-    error += f": {line}" if line else ""
-    write_rank_error(spec.job_dir, rank, "crash", error)
+    if returncode is None:
+        status = "timeout"
+        error = f"hit its time limit of {spec.cfg.bench.timeout_s:.0f} s per attempt ({line})"
+    else:
+        status = "crash"
+        error = f"worker process {how_it_ended(returncode)} before writing a result"
+        error += f": {line}" if line else ""
+    write_rank_error(spec.job_dir, rank, status, error)
     if rank != 0:
         return None
     from orchestrator.job.skeleton import log_paths, result_skeleton
     from orchestrator.results import write_json_atomic
 
-    result = result_skeleton(spec) | log_paths() | {"error": error, "exit_code": returncode}
+    result = result_skeleton(spec) | log_paths() | {"status": status, "error": error, "exit_code": returncode}
     write_json_atomic(spec.job_dir / RESULT_FILE, result)
     return result
 

@@ -79,6 +79,11 @@ def run_child(spec: JobSpec) -> dict | None:
     request = spec.job_dir / f"request.rank{rank}.json"
     request.write_text(json.dumps(dataclasses.asdict(spec), default=str))
     result_path = spec.job_dir / RESULT_FILE
+    # Slurm sends SIGCONT with its time-limit SIGUSR2. submitit's handler for SIGCONT only logs, and
+    # a SIGUSR2 that lands during that logging has its "no requeue left" exception swallowed by the
+    # logging module (seen in CI: the job then hung to the hard limit without a result). SIGCONT's
+    # default action is to continue, so it needs no handler.
+    signal.signal(signal.SIGCONT, signal.SIG_DFL)
     child = subprocess.Popen(
         [sys.executable, "-m", "orchestrator.job.worker", str(request)], preexec_fn=_worker_child
     )

@@ -1,4 +1,7 @@
-"""Result files: one JSON per job written atomically; the sweep table gathered from them."""
+"""Result files: one JSON per job written atomically; the sweep table gathered from them.
+
+One job (the sweep table: write, read back, gather, format its cells), a little over 250 lines
+because the plain-text table's layout (cell formats, width, columns dropped to fit) lives with it."""
 
 from __future__ import annotations
 

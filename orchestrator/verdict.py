@@ -2,6 +2,7 @@
 user declares (`verdict.steps`, or `verdict.serve_s` of serving), net of its compile cost (cold or
 warm), among the settings that passed; 'no measurable gain' when the speedup's CI includes 1; and
 the risks of the setting it names. Written to `verdict.json`, printed, and shown on the dashboard.
+One job, the verdict; a little over 250 lines because its lines of text are built here too.
 """
 
 from __future__ import annotations

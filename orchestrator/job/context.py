@@ -36,6 +36,23 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def seconds_per_call(device: torch.device, fn: Callable[[], object], repeat: int = 1) -> float:
+    """Seconds per call of `repeat` calls: CUDA events on GPU (after a sync), perf_counter on CPU."""
+    synchronize(device)
+    if device.type == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(repeat):
+            fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1000 / repeat
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        fn()
+    return (time.perf_counter() - t0) / repeat
+
+
 def first_line(e: BaseException) -> str:
     text = str(e).strip()
     return text.splitlines()[0] if text else ""
@@ -106,19 +123,7 @@ class JobContext:
 
     def timed(self, fn: Callable[[], object], repeat: int = 1) -> float:
         """Seconds per call: CUDA events on GPU, perf_counter on CPU."""
-        synchronize(self.device)
-        if self.device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(repeat):
-                fn()
-            end.record()
-            end.synchronize()
-            return start.elapsed_time(end) / 1000 / repeat
-        t0 = time.perf_counter()
-        for _ in range(repeat):
-            fn()
-        return (time.perf_counter() - t0) / repeat
+        return seconds_per_call(self.device, fn, repeat)
 
     def timed_steps(self, fn: Callable[[], object], steps: int) -> list[float]:
         """Seconds of each of `steps` calls: CUDA events between steps (one sync at the end) on GPU,

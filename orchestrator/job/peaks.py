@@ -11,7 +11,6 @@ import fcntl
 import json
 import re
 import socket
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,23 +108,10 @@ def peak_bandwidth(device: torch.device, measured: dict | None = None) -> tuple[
 
 def _seconds(device: torch.device, fn, repeat: int) -> float:
     """Best seconds per call over three blocks of `repeat` calls, after a warm-up call."""
+    from orchestrator.job.context import seconds_per_call
+
     fn()
-    best = float("inf")
-    for _ in range(3):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(repeat):
-                fn()
-            end.record()
-            end.synchronize()
-            best = min(best, start.elapsed_time(end) / 1000 / repeat)
-        else:
-            t0 = time.perf_counter()
-            for _ in range(repeat):
-                fn()
-            best = min(best, (time.perf_counter() - t0) / repeat)
-    return best
+    return min(seconds_per_call(device, fn, repeat) for _ in range(3))
 
 
 def _matmul_tflops(device: torch.device, dtype: torch.dtype, n: int, repeat: int) -> float:

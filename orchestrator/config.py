@@ -186,6 +186,8 @@ class BenchConfig:
     """Measure this node's matmul TFLOP/s and copy bandwidth once (cached in SWEEP/peaks/); MFU uses them."""
     profile: bool = False
     """After the timed phase, an untimed torch.profiler pass per side (kernels, busy time, roofline)."""
+    memory: bool = True
+    """One GPU: each side's peak memory from a fresh process holding only that side (two processes)."""
 
     def __post_init__(self) -> None:
         check_min("bench.warmup", self.warmup, 0)

@@ -34,7 +34,8 @@ def build(cfg: WorkloadConfig, task: str, device: torch.device):
     batch, rows, d_in, d_out = PRESETS[cfg.size]
     batch = cfg.batch_size or batch
     rows = cfg.seq_len or rows
-    inner = SeedBlock(d_in, d_out)
+    with device:  # initialised where it runs
+        inner = SeedBlock(d_in, d_out)
     model = ScalarLoss(inner) if task == "train" else inner
 
     def make_inputs(seq_len: int | None = None) -> tuple[torch.Tensor, ...]:

@@ -108,7 +108,8 @@ def build(cfg: WorkloadConfig, task: str, device: torch.device):
     size = PRESETS[cfg.size]
     batch = cfg.batch_size or size.batch_size
     seq = cfg.seq_len or size.seq_len
-    model = GPT(size, max_seq=max([seq, *cfg.shapes]))
+    with device:  # initialised where it runs: a CPU init of billions of weights takes minutes
+        model = GPT(size, max_seq=max([seq, *cfg.shapes]))
 
     def make_inputs(seq_len: int | None = None) -> tuple[torch.Tensor, ...]:
         t = seq_len or seq

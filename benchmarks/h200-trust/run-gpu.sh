@@ -1,33 +1,51 @@
 #!/usr/bin/env bash
-# One device call of the trust benchmarks (issue 12, 18): which part is $1. Everything it writes goes
-# to one archive in $OUT (the device tool brings back at most 8 files).
+# One device call of the trust benchmarks (issues 12, 16, 18): which part is $1. Each sweep's files
+# are added to one archive, $OUT/PART.tar.gz, as soon as that sweep ends (a call cut short keeps what
+# finished; the device tool brings back at most 8 files). Wheels: scripts/gpu-bench.sh says.
+#   memory    per-side memory of eager/default/reduce-overhead against memory_alone.py; 6.7b training
+#   big       2.7b training (reserved memory per side); +sweep=parallel with 2 ranks sharing one GPU
+#   beyond    compile.scope model/blocks; the seed block with inductor options; AOTInductor
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+part=$1
 final=${OUT:-benchmarks/out}
-export OUT=/tmp/trust-out
-mkdir -p "$OUT"
-GPT2="workload.size=gpt2 bench.dtype=bf16 compile.probes=false compile.cache=shared compile.cache_dir=/tmp/cc"
-case "$1" in
-  modes)  # +sweep=modes twice, P=2 (max-autotune modes left out: minutes of autotuning each)
-    MODES="compile.mode=eager,default,reduce-overhead"
-    SWEEP_TIMEOUT_S=270 VERDICT_STEPS="10000 1000000" bash scripts/gpu-bench.sh \
-      "+sweep=modes $GPT2 $MODES bench.processes=2 bench.profile=true sweep.name=modes-run1" \
-      "+sweep=modes $GPT2 $MODES bench.processes=2 sweep.name=modes-run2"
-    OUT=$OUT/convergence SWEEP_TIMEOUT_S=150 bash scripts/gpu-bench.sh \
-      "$GPT2 compile.mode=default bench.convergence_steps=300 bench.processes=1 bench.timeout_s=140 sweep.name=convergence" ;;
-  memory)  # the independent per-side memory check (memory_alone.py), one process per mode
-    export PYTHONPATH=/tmp/site:$PWD
-    for mode in eager default reduce-overhead; do
-      timeout 120 python3 benchmarks/h200-trust/memory_alone.py --size gpt2 --mode "$mode" | tee -a "$OUT/memory_alone.jsonl"
-    done ;;
-  big)  # 6.7b training (sides apart), 2.7b training (reserved memory), DDP/FSDP2 with 2 ranks on 1 GPU
-    SWEEP_TIMEOUT_S=190 bash scripts/gpu-bench.sh \
-      "workload.size=6.7b bench.dtype=bf16 compile.probes=false bench.processes=1 bench.repeats=4 sweep.name=gpt-6.7b"
-    OUT=$OUT/b SWEEP_TIMEOUT_S=110 bash scripts/gpu-bench.sh \
-      "workload.size=2.7b bench.dtype=bf16 compile.probes=false bench.processes=1 bench.repeats=6 sweep.name=gpt-2.7b"
-    OUT=$OUT/parallel SWEEP_TIMEOUT_S=180 bash scripts/gpu-bench.sh \
-      "+sweep=parallel $GPT2 parallel.ranks_per_node=2 launcher.gpus_per_node=1 bench.timeout_s=140 sweep.name=parallel-shared" ;;
+work=/tmp/gpu-out
+mkdir -p "$work" "$final"
+GPT2="workload.size=gpt2 bench.dtype=bf16"
+FAST="compile.probes=false bench.processes=1 bench.warmup=2 bench.repeats=4"
+save() { tar -C "$work" -czf "$final/$part.tar.gz" .; }
+bench() {  # NAME SECONDS "orchestrator overrides"
+  OUT=$work/$1 SWEEP_TIMEOUT_S=$2 bash scripts/gpu-bench.sh "$3 sweep.name=$1"
+  save
+}
+nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,memory.total --format=csv > "$work/gpu.csv" 2>&1
+case "$part" in
+  memory)
+    # The independent measurement (plain torch, one side per process), beside the sweep: memory is
+    # per process, so they do not disturb each other's figures (the sweep's timings are not used).
+    (
+      export PYTHONPATH=/tmp/site:$PWD
+      for mode in eager default reduce-overhead; do
+        timeout 150 python3 benchmarks/h200-trust/memory_alone.py --size gpt2 --mode "$mode"
+      done > "$work/memory_alone.jsonl" 2>"$work/memory_alone.err"
+    ) &
+    bench memory 200 "$GPT2 compile.mode=eager,default,reduce-overhead $FAST"
+    wait
+    save
+    bench gpt-6.7b 380 "workload.size=6.7b bench.dtype=bf16 $FAST bench.timeout_s=360" ;;
+  big)
+    bench gpt-2.7b 200 "workload.size=2.7b bench.dtype=bf16 $FAST bench.timeout_s=190"
+    bench parallel-shared 330 "+sweep=parallel $GPT2 workload.batch_size=8 workload.seq_len=512 $FAST \
+      parallel.ranks_per_node=2 launcher.gpus_per_node=1 bench.timeout_s=150" ;;
+  beyond)
+    NOMEM="compile.probes=false bench.processes=1 bench.memory=false"
+    bench scope 170 "$GPT2 compile.scope=model,blocks bench.profile=true $NOMEM bench.warmup=2 \
+      bench.repeats=6 bench.steps_per_repeat=10"
+    bench block-options 110 "workload=block workload.size=large bench.task=infer bench.dtype=bf16 \
+      ++compile.options={},{coordinate_descent_tuning:true},{epilogue_fusion:false} $NOMEM bench.repeats=8 \
+      bench.steps_per_repeat=200"
+    bench aoti 280 "$GPT2 bench.task=infer compile.path=aoti workload.batch_size=1,16 workload.seq_len=128 \
+      $NOMEM bench.repeats=8 bench.steps_per_repeat=50 ${AOTI_ARGS:-}" ;;
 esac
-nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.csv" 2>&1
-tar -C "$OUT" -czf "$final/trust-$1.tar.gz" .
+save
 ls -la "$final"

@@ -76,9 +76,12 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
                 grad_sample = dict(zip(grads, sampled(list(grads.values())), strict=True))
                 sample = {"out": sampled(flat_tensors(first)), "grads": grad_sample}
                 torch.save(sample, Path(req["save"]))
-            side.model.zero_grad(set_to_none=True)
-            if ctx.train:
+            del first  # not kept alive through the other side's steps (it would add to their peak)
+            if ctx.train:  # the first call ends as a training step does: CUDA graphs are then
+                # recorded with the optimizer state allocated, as in a training loop
                 side.optimizer = ctx.optimizer(side.model)
+                side.optimizer.step()
+            side.model.zero_grad(set_to_none=True)
         speed.measure_speed(ctx, sides, req.get("process", 0))
         out["timings"] = ctx.timings
         out["isolation"] = {k: v for k, v in ctx.result.items() if k.startswith("iso_")}

@@ -89,7 +89,7 @@ def measure(spec: JobSpec, ctx: JobContext, cache: Path) -> None:
     n = processes.default_processes(ctx.cfg.bench.processes, ctx.device, ctx.world)
     if n > 1:
         processes.more_processes(spec, ctx, cache, n)
-    if single_gpu:
+    if single_gpu and ctx.cfg.bench.memory:
         try:
             processes.sides_alone(spec, ctx, cache, full=False)
         except (RuntimeError, torch.OutOfMemoryError) as e:  # the timings stand; memory is missing

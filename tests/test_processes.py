@@ -55,3 +55,25 @@ def test_eager_against_eager_ci_contains_one(tmp_path, compile_cache):
         hits += r["speedup_ci_low"] <= 1.0 <= r["speedup_ci_high"]
     print(f"calibration: CI held 1.0 in {hits}/{runs} runs ({time.time() - started:.0f} s)")
     assert hits >= 0.9 * runs, f"CI contained 1.0 in only {hits}/{runs} runs"
+
+
+def test_a_fresh_process_stopped_from_outside_stops_the_job(tmp_path, monkeypatch):
+    """`timeout`, Ctrl-C and scancel signal the job's whole process group: a side process ended by
+    SIGTERM must not turn into an `ok` result with figures missing; a crash (SIGSEGV) is a reason."""
+    import pytest
+
+    from orchestrator.job.fresh import run_fresh
+    from orchestrator.plan import build_plan
+
+    (tmp_path / "dies_by.py").write_text(
+        "import json, os, signal, sys\n"
+        "req = json.load(open(sys.argv[1]))\n"
+        "os.kill(os.getpid(), getattr(signal, req['signal']))\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    spec = build_plan(["workload.size=tiny"], cwd=tmp_path).jobs[0]
+    spec.job_dir.mkdir(parents=True)
+    with pytest.raises(KeyboardInterrupt, match="side-eager process was stopped by SIGTERM"):
+        run_fresh(spec, "dies_by", "side-eager", {"signal": "SIGTERM"})
+    got, why = run_fresh(spec, "dies_by", "side-eager", {"signal": "SIGSEGV"})
+    assert got is None and "exited with code -11" in why, why

@@ -3,7 +3,7 @@
 # are added to one archive, $OUT/PART.tar.gz, as soon as that sweep ends (a call cut short keeps what
 # finished; the device tool brings back at most 8 files). Wheels: scripts/gpu-bench.sh says.
 #   memory    per-side memory of eager/default/reduce-overhead against memory_alone.py; 6.7b training
-#   big       2.7b training (reserved memory per side); +sweep=parallel with 2 ranks sharing one GPU
+#   big       reduce-overhead's memory again; +sweep=parallel with 2 ranks sharing one GPU; 2.7b training
 #   beyond    compile.scope model/blocks; the seed block with inductor options; AOTInductor
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,9 +34,10 @@ case "$part" in
     save
     bench gpt-6.7b 380 "workload.size=6.7b bench.dtype=bf16 $FAST bench.timeout_s=360" ;;
   big)
-    bench gpt-2.7b 200 "workload.size=2.7b bench.dtype=bf16 $FAST bench.timeout_s=190"
-    bench parallel-shared 330 "+sweep=parallel $GPT2 workload.batch_size=8 workload.seq_len=512 $FAST \
-      parallel.ranks_per_node=2 launcher.gpus_per_node=1 bench.timeout_s=150" ;;
+    bench memory-ro 130 "$GPT2 compile.mode=reduce-overhead $FAST"
+    bench parallel-shared 290 "+sweep=parallel $GPT2 workload.batch_size=8 workload.seq_len=512 $FAST \
+      parallel.ranks_per_node=2 launcher.gpus_per_node=1 bench.timeout_s=150"
+    bench gpt-2.7b 170 "workload.size=2.7b bench.dtype=bf16 $FAST bench.timeout_s=160" ;;
   beyond)
     NOMEM="compile.probes=false bench.processes=1 bench.memory=false"
     bench scope 170 "$GPT2 compile.scope=model,blocks bench.profile=true $NOMEM bench.warmup=2 \

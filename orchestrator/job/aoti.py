@@ -25,6 +25,7 @@ from torch import nn
 from orchestrator.failures import CompileError
 from orchestrator.job import energy
 from orchestrator.job.context import JobContext, autocast, first_line, synchronize
+from orchestrator.job.fresh import raise_if_stopped
 from orchestrator.job.supervisor import die_with_parent
 
 PACKAGE_FILE = "model.pt2"
@@ -137,6 +138,7 @@ def cold_start(path: Path, ctx: JobContext, job_dir: Path) -> dict:
         ) from None
     finally:
         inputs.unlink(missing_ok=True)
+    raise_if_stopped(proc.returncode, "the aoti cold-start process")
     if proc.returncode < 0:
         name = signal.Signals(-proc.returncode).name
         raise CompileError(f"aoti load: aoti_load_package killed a fresh process with {name} ({path.name})")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -38,10 +39,23 @@ def run_fresh(spec: JobSpec, module: str, kind: str, payload: dict) -> tuple[dic
         return None, f"{kind} process exceeded {spec.cfg.bench.timeout_s:.0f} s"
     got = json.loads(answer.read_text()) if answer.exists() else None
     shutil.rmtree(work, ignore_errors=True)
+    raise_if_stopped(proc.returncode, f"{kind} process")
     if proc.returncode != 0 or got is None:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         return None, f"{kind} process exited with code {proc.returncode}: {tail}"[:500]
     return got, None
+
+
+# Stop signals from outside (Ctrl-C, `kill`, `timeout`, scancel reach the job's whole process group).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def raise_if_stopped(returncode: int, what: str) -> None:
+    """A fresh process ended by a stop signal means the job is being stopped: it stops too, without
+    a result (KeyboardInterrupt is not a failure class), so that a resumed sweep measures it again
+    rather than keep it with figures missing."""
+    if returncode < 0 and -returncode in STOP_SIGNALS:
+        raise KeyboardInterrupt(f"{what} was stopped by {signal.Signals(-returncode).name}")
 
 
 def read_request(path: str) -> tuple[JobSpec, dict]:

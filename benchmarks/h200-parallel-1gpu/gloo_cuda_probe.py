@@ -2,7 +2,7 @@
 
 NCCL refuses two ranks on one device, so the shared-GPU DDP/FSDP2 path uses gloo; on the H200 the
 FSDP2 jobs died by SIGSEGV. Each collective that DDP and FSDP2 use runs here in its own pair of
-fresh processes (a segfault ends only that pair), on CUDA tensors and on CPU tensors, with the
+fresh processes (a segfault ends only that pair), on CUDA tensors (CPU tensors where no GPU is), with the
 result checked; one JSON line per case.
 
     python benchmarks/h200-parallel-1gpu/gloo_cuda_probe.py
@@ -51,7 +51,7 @@ def _rank(rank: int, case: str, device: str, port: int) -> None:
 
 def main() -> None:
     port = 29700
-    for device in ("cuda", "cpu") if torch.cuda.is_available() else ("cpu",):
+    for device in ("cuda",) if torch.cuda.is_available() else ("cpu",):  # CPU: checked where no GPU is
         for case in CASES:
             port += 1
             ctx = mp.get_context("spawn")

@@ -39,7 +39,7 @@ case "$part" in
       parallel.ranks_per_node=2 launcher.gpus_per_node=1 bench.timeout_s=150"
     bench gpt-2.7b 170 "workload.size=2.7b bench.dtype=bf16 $FAST bench.timeout_s=160" ;;
   beyond)
-    PYTHONPATH=/tmp/site:$PWD timeout 60 python3 benchmarks/h200-parallel-1gpu/gloo_cuda_probe.py \
+    PYTHONPATH=/tmp/site:$PWD timeout 45 python3 benchmarks/h200-parallel-1gpu/gloo_cuda_probe.py \
       > "$work/gloo_cuda_probe.jsonl" 2> "$work/gloo_cuda_probe.err"
     NOMEM="compile.probes=false bench.processes=1 bench.memory=false"
     bench scope 150 "$GPT2 compile.scope=model,blocks bench.profile=true $NOMEM bench.warmup=2 \

@@ -42,18 +42,18 @@ case "$part" in
     PYTHONPATH=/tmp/site:$PWD timeout 45 python3 benchmarks/h200-parallel-1gpu/gloo_cuda_probe.py \
       > "$work/gloo_cuda_probe.jsonl" 2> "$work/gloo_cuda_probe.err"
     NOMEM="compile.probes=false bench.processes=1 bench.memory=false"
-    bench scope 150 "$GPT2 compile.scope=model,blocks bench.profile=true $NOMEM bench.warmup=2 \
+    bench scope 130 "$GPT2 compile.scope=model,blocks bench.profile=true $NOMEM bench.warmup=2 \
       bench.repeats=6 bench.steps_per_repeat=10"
-    bench block-options 100 "workload=block workload.size=large bench.task=infer bench.dtype=bf16 \
+    bench block-options 90 "workload=block workload.size=large bench.task=infer bench.dtype=bf16 \
       ++compile.options={},{coordinate_descent_tuning:true},{epilogue_fusion:false} $NOMEM bench.repeats=8 \
       bench.steps_per_repeat=200"
     # One cache for both batches (the second packages warm); if loading the package kills the process
     # (SIGSEGV on this machine before), package the weights as a blob beside the .so instead.
     AOTI="$GPT2 bench.task=infer compile.path=aoti workload.batch_size=1,16 workload.seq_len=128 $NOMEM \
       bench.repeats=8 bench.steps_per_repeat=50 compile.cache=shared compile.cache_dir=/tmp/aoti-cache"
-    bench aoti 170 "$AOTI"
+    bench aoti 160 "$AOTI"
     if grep -q "killed a fresh process" "$work/aoti/run1/results.csv"; then
-      bench aoti-blob 130 "$AOTI +compile.options.aot_inductor.package_constants_in_so=false \
+      bench aoti-blob 120 "$AOTI +compile.options.aot_inductor.package_constants_in_so=false \
         +compile.options.aot_inductor.package_constants_on_disk_format=binary_blob"
     fi ;;
 esac

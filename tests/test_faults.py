@@ -21,6 +21,7 @@ FAULTS = {  # user model -> expected failure class
     "Hangs": "timeout",
     "ExitsAbruptly": "crash",
     "KillsItself": "crash",
+    "Segfaults": "crash",
     "DiffersWhenCompiled": "parity_fail",
     "NaNWhenCompiled": "parity_fail",
     "EmptyOutput": "parity_fail",
@@ -74,6 +75,8 @@ def test_fault_injection_sweep(tmp_path, fast):
     assert "exited with code 3" in got["ExitsAbruptly"]["error"], got["ExitsAbruptly"]["error"]
     assert got["ExitsAbruptly"]["exit_code"] == 3
     assert "killed by SIGKILL" in got["KillsItself"]["error"], got["KillsItself"]["error"]
+    segv = got["Segfaults"]["error"]  # faulthandler's dump, in one line: the frame that died
+    assert "SIGSEGV" in segv and "Segmentation fault" in segv and "user_models.py" in segv, segv
     assert got["DiffersWhenCompiled"]["parity_err"] > got["DiffersWhenCompiled"]["parity_limit"]
     for name in FAULTS:  # every failure points at its log, inside the sweep directory
         assert got[name]["log_stderr"].startswith(str(sweep_dir)), got[name]

@@ -77,3 +77,20 @@ def test_a_fresh_process_stopped_from_outside_stops_the_job(tmp_path, monkeypatc
         run_fresh(spec, "dies_by", "side-eager", {"signal": "SIGTERM"})
     got, why = run_fresh(spec, "dies_by", "side-eager", {"signal": "SIGSEGV"})
     assert got is None and "exited with code -11" in why, why
+
+
+def test_crash_line_names_the_frame_that_died():
+    from orchestrator.job.supervisor import crash_line
+
+    dump = (
+        "some warning\n\nFatal Python error: Segmentation fault\n\n"
+        'Thread 0x01 (most recent call first):\n  File "/x/other.py", line 9 in wait\n\n'
+        'Current thread 0x02 (most recent call first):\n  File "/x/_package.py", line 1040 in _load_aoti\n'
+        '  File "/x/aoti.py", line 160 in main\n\nExtension modules: torch._C (total: 1)\n'
+    )
+    assert crash_line(dump) == (
+        'Fatal Python error: Segmentation fault, in File "/x/_package.py", line 1040 in _load_aoti'
+        ' <- File "/x/aoti.py", line 160 in main'
+    )
+    assert crash_line("a\nlast words\n\n") == "last words"
+    assert crash_line("") == ""

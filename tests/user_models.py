@@ -74,6 +74,16 @@ class KillsItself(MLP):
         return x
 
 
+class Segfaults(MLP):
+    """Dies by SIGSEGV in forward (a crash in native code: a kernel, a loader, a collective)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        import ctypes
+
+        ctypes.string_at(0)  # reads address 0
+        return x
+
+
 class RankOneRaises(Stacked):
     """Fails on rank 1 only, after the process group is up."""
 

@@ -64,8 +64,8 @@ def main() -> None:
                     p.kill()
             codes = [p.exitcode for p in procs]
             ok = all(c == 0 for c in codes)
-            line = {"torch": torch.__version__, "device": device, "collective": case, "ok": ok, "exit_codes": codes}
-            print(json.dumps(line), flush=True)
+            line = {"torch": torch.__version__, "device": device, "collective": case}
+            print(json.dumps(line | {"ok": ok, "exit_codes": codes}), flush=True)
     sys.exit(0)
 
 

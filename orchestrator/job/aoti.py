@@ -26,7 +26,7 @@ from orchestrator.failures import CompileError
 from orchestrator.job import energy
 from orchestrator.job.context import JobContext, autocast, first_line, synchronize
 from orchestrator.job.fresh import raise_if_stopped
-from orchestrator.job.supervisor import die_with_parent
+from orchestrator.job.supervisor import PYTHON, crash_line, die_with_parent
 
 PACKAGE_FILE = "model.pt2"
 INPUTS_FILE = "aoti_inputs.pt"
@@ -97,6 +97,9 @@ def build(ctx: JobContext) -> tuple[nn.Module, dict]:
     except Exception as e:
         raise CompileError(f"aoti package: {type(e).__name__}: {first_line(e)}") from e
     package_s = time.perf_counter() - t0
+    # Kept in the result even when the load below fails: how long export and packaging took.
+    package_mb = path.stat().st_size / 2**20
+    ctx.result.update(aoti_export_s=export_s, aoti_package_s=package_s, aoti_package_mb=package_mb)
     cold = cold_start(path, ctx, job_dir)
     t0 = time.perf_counter()
     runner = _load(path, ctx.device)
@@ -107,7 +110,7 @@ def build(ctx: JobContext) -> tuple[nn.Module, dict]:
         "aoti_load_s": cold["load_s"],
         "aoti_cold_start_s": cold["load_s"] + cold["first_call_s"],
         "aoti_load_warm_s": load_s,
-        "aoti_package_mb": path.stat().st_size / 2**20,
+        "aoti_package_mb": package_mb,
         "aoti_package": str(path),
         "compile_energy_j": read_j() - j0 if read_j and j0 is not None else None,
     }
@@ -119,7 +122,7 @@ def cold_start(path: Path, ctx: JobContext, job_dir: Path) -> dict:
     inputs, answer = job_dir / INPUTS_FILE, job_dir / "aoti_cold_start.json"
     torch.save(tuple(t.cpu() for t in ctx.inputs), inputs)
     cmd = [
-        sys.executable,
+        *PYTHON,
         "-m",
         "orchestrator.job.aoti",
         str(path),
@@ -141,10 +144,14 @@ def cold_start(path: Path, ctx: JobContext, job_dir: Path) -> dict:
     raise_if_stopped(proc.returncode, "the aoti cold-start process")
     if proc.returncode < 0:
         name = signal.Signals(-proc.returncode).name
-        raise CompileError(f"aoti load: aoti_load_package killed a fresh process with {name} ({path.name})")
+        where = crash_line(proc.stderr)
+        raise CompileError(
+            f"aoti load: aoti_load_package killed a fresh process with {name} ({path.name})"
+            + (f": {where}" if where else "")
+        )
     if proc.returncode != 0 or not answer.exists():
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise CompileError(f"aoti load: exit {proc.returncode}: {tail}"[:500])
+        why = crash_line(proc.stderr) or "no output"
+        raise CompileError(f"aoti load: exit {proc.returncode}: {why}"[:500])
     return json.loads(answer.read_text())
 
 

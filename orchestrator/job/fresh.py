@@ -12,11 +12,10 @@ import json
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 from orchestrator.job.compile_cost import fresh_dir
-from orchestrator.job.supervisor import die_with_parent
+from orchestrator.job.supervisor import PYTHON, crash_line, die_with_parent
 from orchestrator.spec import JobSpec
 
 
@@ -28,7 +27,7 @@ def run_fresh(spec: JobSpec, module: str, kind: str, payload: dict) -> tuple[dic
     request.write_text(json.dumps({"spec": dataclasses.asdict(spec), "answer": str(answer), **payload}))
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", module, str(request)],
+            [*PYTHON, "-m", module, str(request)],
             preexec_fn=die_with_parent,  # a job stopped from outside takes its fresh processes along
             capture_output=True,
             text=True,
@@ -41,8 +40,8 @@ def run_fresh(spec: JobSpec, module: str, kind: str, payload: dict) -> tuple[dic
     shutil.rmtree(work, ignore_errors=True)
     raise_if_stopped(proc.returncode, f"{kind} process")
     if proc.returncode != 0 or got is None:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return None, f"{kind} process exited with code {proc.returncode}: {tail}"[:500]
+        why = crash_line(proc.stderr) or "no output"
+        return None, f"{kind} process exited with code {proc.returncode}: {why}"[:500]
     return got, None
 
 

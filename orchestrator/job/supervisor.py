@@ -53,16 +53,32 @@ def how_it_ended(returncode: int) -> str:
     return f"exited with code {returncode}"
 
 
+# Measuring processes run with faulthandler on: a fatal signal (a segfault in a kernel, a loader, a
+# collective) prints where in Python it happened, which crash_line turns into one line.
+PYTHON = [sys.executable, "-X", "faulthandler"]
+
+
+def crash_line(text: str) -> str:
+    """The line that says how a process ended: after faulthandler's dump, the fatal error and the
+    two innermost frames of the thread that died; otherwise the last non-empty line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith("Current thread"):
+            frames = [ln for ln in lines[i + 1 : i + 3] if ln.startswith("File ")]
+            fatal = next((ln for ln in reversed(lines[:i]) if ln.startswith("Fatal Python error")), "")
+            return ", in ".join([fatal, " <- ".join(frames)] if fatal else [" <- ".join(frames)])
+    return lines[-1] if lines else ""
+
+
 def last_line() -> str:
-    """The last non-empty line of this job's stderr log (the child writes to it too)."""
+    """How this job's stderr log ends (the child writes to it too): crash_line of its tail."""
     try:
         path = submitit.JobEnvironment().paths.stderr
         with open(path, errors="replace") as f:
-            f.seek(max(path.stat().st_size - 4000, 0))
-            lines = [line.strip() for line in f.read().splitlines() if line.strip()]
+            f.seek(max(path.stat().st_size - 16000, 0))
+            return crash_line(f.read())
     except (RuntimeError, KeyError, OSError):  # not inside a submitit job, or no log yet
         return ""
-    return lines[-1] if lines else ""
 
 
 def _global_rank() -> int:
@@ -85,7 +101,7 @@ def run_child(spec: JobSpec) -> dict | None:
     # default action is to continue, so it needs no handler.
     signal.signal(signal.SIGCONT, signal.SIG_DFL)
     child = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator.job.worker", str(request)], preexec_fn=_worker_child
+        [*PYTHON, "-m", "orchestrator.job.worker", str(request)], preexec_fn=_worker_child
     )
     try:
         returncode = child.wait()

@@ -105,3 +105,29 @@ def test_ranks_beyond_the_gpus_share_them_over_gloo(monkeypatch):
     assert ranks_per_gpu() == 1 and local_device(cuda) == torch.device("cuda", 1)
     assert dist_backend(cuda, "auto") == "nccl"
     assert dist_backend(torch.device("cpu"), "auto") == "gloo"
+
+
+def _rank_weights(rank: int, store: str, out: str) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from orchestrator.job.parallelize import same_weights_on_every_rank
+
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
+    torch.manual_seed(rank)  # as if each rank's device drew other numbers from the same seed
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4))
+    same_weights_on_every_rank(model)
+    torch.save(model.state_dict(), f"{out}.{rank}")
+    dist.destroy_process_group()
+
+
+def test_every_rank_starts_from_rank_zeros_weights(tmp_path):
+    import torch
+    import torch.multiprocessing as mp
+
+    mp.spawn(_rank_weights, args=(str(tmp_path / "store"), str(tmp_path / "w")), nprocs=2)
+    zero, one = (torch.load(tmp_path / f"w.{r}") for r in (0, 1))
+    torch.manual_seed(0)
+    expected = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4)).state_dict()
+    for name in expected:
+        assert torch.equal(zero[name], one[name]) and torch.equal(one[name], expected[name]), name

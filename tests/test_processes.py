@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from conftest import FAST
 from test_protocol import USER, measure
 
 BLOCK = ["workload=block", "bench.task=infer", "workload.batch_size=64", "workload.seq_len=64"]
@@ -66,9 +67,13 @@ def test_a_fresh_process_stopped_from_outside_stops_the_job(tmp_path, monkeypatc
     from orchestrator.plan import build_plan
 
     (tmp_path / "dies_by.py").write_text(
-        "import json, os, signal, sys\n"
+        "import json, os, resource, signal, sys\n"
         "req = json.load(open(sys.argv[1]))\n"
-        "os.kill(os.getpid(), getattr(signal, req['signal']))\n"
+        "resource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
+        "sig = getattr(signal, req['signal'])\n"
+        "if sig == signal.SIGTERM:  # not ignored, whatever the parent left (SIGSEGV: faulthandler's)\n"
+        "    signal.signal(sig, signal.SIG_DFL)\n"
+        "os.kill(os.getpid(), sig)\n"
     )
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     spec = build_plan(["workload.size=tiny"], cwd=tmp_path).jobs[0]
@@ -76,7 +81,7 @@ def test_a_fresh_process_stopped_from_outside_stops_the_job(tmp_path, monkeypatc
     with pytest.raises(KeyboardInterrupt, match="side-eager process was stopped by SIGTERM"):
         run_fresh(spec, "dies_by", "side-eager", {"signal": "SIGTERM"})
     got, why = run_fresh(spec, "dies_by", "side-eager", {"signal": "SIGSEGV"})
-    assert got is None and "exited with code -11" in why, why
+    assert got is None and "exited with code -11" in why and "Segmentation fault" in why, why
 
 
 def test_crash_line_names_the_frame_that_died():
@@ -92,5 +97,37 @@ def test_crash_line_names_the_frame_that_died():
         'Fatal Python error: Segmentation fault, in File "/x/_package.py", line 1040 in _load_aoti'
         ' <- File "/x/aoti.py", line 160 in main'
     )
+    py314 = dump.replace(
+        "\nExtension", "\nCurrent thread's C stack trace (most recent call first):\n  0x1 in x\nExtension"
+    )
+    assert crash_line(py314) == crash_line(dump), "3.14 adds the C stack after the Python frames"
+    no_python = (  # a crash in a thread that runs no Python (a collective, a watchdog)
+        "Fatal Python error: Segmentation fault\n\nThread 0x05 (most recent call first):\n"
+        '  File "/x/dist.py", line 7 in all_reduce\n  File "/x/ddp.py", line 3 in step\n\n'
+        "Extension modules: torch._C (total: 1)\n"
+    )
+    assert crash_line(no_python) == (
+        "Fatal Python error: Segmentation fault, in a thread without Python frames; main thread in "
+        'File "/x/dist.py", line 7 in all_reduce <- File "/x/ddp.py", line 3 in step'
+    )
     assert crash_line("a\nlast words\n\n") == "last words"
+    assert crash_line("boom\nExtension modules: torch._C (total: 1)\n") == "boom"
     assert crash_line("") == ""
+
+
+def test_a_job_whose_side_process_is_stopped_writes_no_result(tmp_path):
+    """The whole path: the side process dies by SIGTERM, the worker stops (SIGINT), the supervisor
+    writes nothing, so that the scheduler's state decides and a resumed sweep measures it again."""
+    import pytest
+
+    from orchestrator.job.supervisor import run_child
+    from orchestrator.plan import build_plan
+
+    target = "workload.target=user_models:StoppedInSideProcess"
+    overrides = [*FAST, *USER, target, "compile.mode=eager", "bench.processes=2", "logger=none"]
+    spec = build_plan(overrides, cwd=tmp_path).jobs[0]
+    with pytest.raises(RuntimeError, match="killed by signal SIGINT"):
+        run_child(spec)
+    assert not (spec.job_dir / "result.json").exists()
+    runs = (spec.job_dir / "runs.log").read_text()
+    assert "start" in runs and "result" not in runs, runs

@@ -79,9 +79,24 @@ class Segfaults(MLP):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         import ctypes
+        import resource
 
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file left behind
         ctypes.string_at(0)  # reads address 0
         return x
+
+
+class StoppedInSideProcess(MLP):
+    """Stopped by SIGTERM in the job's second (fresh) process only, as a group-wide `kill` would."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        import sys
+
+        main = getattr(sys.modules["__main__"], "__spec__", None)
+        if main is not None and main.name == "orchestrator.job.side_process":
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return super().forward(x)
 
 
 class RankOneRaises(Stacked):

@@ -67,6 +67,15 @@ def local_device(device: torch.device) -> torch.device:
     return device
 
 
+def same_weights_on_every_rank(model: nn.Module) -> None:
+    """Rank 0's initial weights on every rank. A seeded init on the device can differ between GPU
+    models (the launch shape of the RNG kernels follows the device), and FSDP2 shards, without a
+    broadcast, whatever each rank holds."""
+    with torch.no_grad():
+        for tensor in model.state_dict().values():
+            dist.broadcast(tensor, src=0)
+
+
 def prepare(
     workload: Workload,
     strategy: str,

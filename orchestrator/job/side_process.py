@@ -35,6 +35,14 @@ def sampled(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     return [t.detach().flatten()[::stride].float().cpu() for t in tensors]
 
 
+def save_sample(path: Path, side: Side, first: object, train: bool) -> None:
+    """The first call's sampled outputs and gradients, for parity of sides run apart. A function of
+    its own, so that no reference to the full gradients outlives it (it would add to the peak)."""
+    grads = gradients(side.model) if train else {}
+    grad_sample = dict(zip(grads, sampled(list(grads.values())), strict=True))
+    torch.save({"out": sampled(flat_tensors(first)), "grads": grad_sample}, path)
+
+
 def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: dict) -> dict:
     """Build the job's model here, make the side(s) of `role`, time them; peak memory since start."""
     from orchestrator.job import speed
@@ -72,11 +80,8 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
             synchronize(device)
             out[f"{name}_first_call_s"] = time.perf_counter() - t0
             if req.get("save"):
-                grads = gradients(side.model) if ctx.train else {}
-                grad_sample = dict(zip(grads, sampled(list(grads.values())), strict=True))
-                sample = {"out": sampled(flat_tensors(first)), "grads": grad_sample}
-                torch.save(sample, Path(req["save"]))
-            del first  # not kept alive through the other side's steps (it would add to their peak)
+                save_sample(Path(req["save"]), side, first, ctx.train)
+            del first  # not kept alive through the timed steps (it would add to their peak)
             if ctx.train:  # the first call ends as a training step does: CUDA graphs are then
                 # recorded with the optimizer state allocated, as in a training loop
                 side.optimizer = ctx.optimizer(side.model)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -58,16 +59,37 @@ def how_it_ended(returncode: int) -> str:
 PYTHON = [sys.executable, "-X", "faulthandler"]
 
 
+# faulthandler's headers: the thread that died, and any other thread (the main one is dumped last).
+_CURRENT = re.compile(r"^Current thread 0x[0-9a-fA-F]+.*\(most recent call first\):$")
+_THREAD = re.compile(r"^Thread 0x[0-9a-fA-F]+.*\(most recent call first\):$")
+
+
+def _frames(lines: list[str], header: int) -> str:
+    """The two innermost Python frames under a thread's header."""
+    frames = []
+    for line in lines[header + 1 : header + 3]:
+        if not line.startswith("File "):
+            break
+        frames.append(line)
+    return " <- ".join(frames)
+
+
 def crash_line(text: str) -> str:
-    """The line that says how a process ended: after faulthandler's dump, the fatal error and the
-    two innermost frames of the thread that died; otherwise the last non-empty line."""
+    """The line that says how a process ended: after faulthandler's dump, the fatal error and the two
+    innermost frames of the thread that died (or, when that thread ran no Python, the main thread's);
+    otherwise the last non-empty line that is not faulthandler's list of extension modules."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    for i in range(len(lines) - 1, -1, -1):
-        if lines[i].startswith("Current thread"):
-            frames = [ln for ln in lines[i + 1 : i + 3] if ln.startswith("File ")]
-            fatal = next((ln for ln in reversed(lines[:i]) if ln.startswith("Fatal Python error")), "")
-            return ", in ".join([fatal, " <- ".join(frames)] if fatal else [" <- ".join(frames)])
-    return lines[-1] if lines else ""
+    fatal = max((i for i, line in enumerate(lines) if line.startswith("Fatal Python error")), default=None)
+    if fatal is None:
+        rest = [line for line in lines if not line.startswith("Extension modules:")]
+        return rest[-1] if rest else ""
+    dump = lines[fatal:]
+    current = next((i for i, line in enumerate(dump) if _CURRENT.match(line)), None)
+    if current is not None and (where := _frames(dump, current)):
+        return f"{dump[0]}, in {where}"
+    threads = [i for i, line in enumerate(dump) if _THREAD.match(line)]
+    main = _frames(dump, threads[-1]) if threads else ""
+    return f"{dump[0]}, in a thread without Python frames" + (f"; main thread in {main}" if main else "")
 
 
 def last_line() -> str:
@@ -75,7 +97,7 @@ def last_line() -> str:
     try:
         path = submitit.JobEnvironment().paths.stderr
         with open(path, errors="replace") as f:
-            f.seek(max(path.stat().st_size - 16000, 0))
+            f.seek(max(path.stat().st_size - 64000, 0))  # a dump of many threads is long
             return crash_line(f.read())
     except (RuntimeError, KeyError, OSError):  # not inside a submitit job, or no log yet
         return ""
@@ -116,7 +138,8 @@ def run_child(spec: JobSpec) -> dict | None:
     if -returncode in STOP_SIGNALS and not wrote:
         # Stopped from outside (scancel, the orchestrator's stop, Ctrl-C): no result of its own, so
         # that the scheduler's state decides and a resumed sweep runs the job again.
-        raise RuntimeError(f"worker process {how_it_ended(returncode)}")
+        line = last_line()
+        raise RuntimeError(f"worker process {how_it_ended(returncode)}" + (f": {line}" if line else ""))
     if returncode != 0 and not wrote:
         return _write_ended(spec, rank, returncode, last_line())
     if rank != 0 or not wrote:

@@ -105,7 +105,12 @@ def _log_run(spec: JobSpec, event: str) -> None:
 def run_job(spec: JobSpec) -> dict | None:
     """Measure one job; rank 0 writes `result.json` and returns it (other ranks return None)."""
     from orchestrator.job.environment import describe
-    from orchestrator.job.parallelize import init_distributed, local_device, ranks_per_gpu
+    from orchestrator.job.parallelize import (
+        init_distributed,
+        local_device,
+        ranks_per_gpu,
+        same_weights_on_every_rank,
+    )
     from orchestrator.job.peaks import node_peaks
     from workloads import build_workload
 
@@ -141,6 +146,8 @@ def run_job(spec: JobSpec) -> dict | None:
             torch._dynamo.reset()  # nothing compiled earlier in this process may serve this job
             measured = node_peaks(device, Path(spec.sweep_dir)) if cfg.bench.measure_peaks else None
             workload = build_workload(cfg.workload, cfg.bench.task, device, cfg.bench.seed)
+            if world > 1:
+                same_weights_on_every_rank(workload.model)
             artifacts = spec.job_dir if probes else None
             ctx = JobContext(cfg, workload, device, rank, world, artifacts, measured, spec.job_dir)
             del workload

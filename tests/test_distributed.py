@@ -89,7 +89,7 @@ def test_fsdp_compiles_each_block_then_shards_it_then_the_root(tmp_path):
 
 def test_ranks_beyond_the_gpus_share_them_over_gloo(monkeypatch):
     """Placement and backend for two ranks on one GPU. There is no GPU here, so the device count is
-    set by monkeypatch; the H200 run in benchmarks/h200-parallel-shared/ is the real one."""
+    set by monkeypatch; the H200 run in benchmarks/h200-parallel-1gpu/shared-gpu/ is the real one."""
     import torch
 
     from orchestrator.job.parallelize import dist_backend, local_device, ranks_per_gpu

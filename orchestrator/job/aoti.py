@@ -136,9 +136,7 @@ def cold_start(path: Path, ctx: JobContext, job_dir: Path) -> dict:
             cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=die_with_parent
         )
     except subprocess.TimeoutExpired:
-        raise CompileError(
-            f"aoti load: loading the package took over {ctx.cfg.bench.timeout_s:.0f} s"
-        ) from None
+        raise CompileError(f"aoti load: loading the package took over {timeout:.0f} s") from None
     finally:
         inputs.unlink(missing_ok=True)
     raise_if_stopped(proc.returncode, "the aoti cold-start process")

@@ -121,6 +121,15 @@ class JobContext:
         fused = self.device.type == "cuda" and self.cfg.parallel.strategy != "fsdp"
         return torch.optim.AdamW(model.parameters(), lr=self.cfg.bench.lr, fused=fused or None)
 
+    def end_first_call(self, side: Side) -> None:
+        """After a side's first forward(+backward): its optimizer, stepped as a training loop steps
+        after its first backward (CUDA graphs are then recorded with the optimizer state allocated),
+        and its gradients cleared."""
+        if self.train:
+            side.optimizer = self.optimizer(side.model)
+            side.optimizer.step()
+        side.model.zero_grad(set_to_none=True)
+
     def timed(self, fn: Callable[[], object], repeat: int = 1) -> float:
         """Seconds per call: CUDA events on GPU, perf_counter on CPU."""
         return seconds_per_call(self.device, fn, repeat)

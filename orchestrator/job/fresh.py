@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 from orchestrator.job.compile_cost import fresh_dir
-from orchestrator.job.supervisor import PYTHON, crash_line, die_with_parent
+from orchestrator.job.supervisor import PYTHON, STOP_SIGNALS, crash_line, die_with_parent
 from orchestrator.spec import JobSpec
 
 
@@ -45,14 +45,11 @@ def run_fresh(spec: JobSpec, module: str, kind: str, payload: dict) -> tuple[dic
     return got, None
 
 
-# Stop signals from outside (Ctrl-C, `kill`, `timeout`, scancel reach the job's whole process group).
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
 def raise_if_stopped(returncode: int, what: str) -> None:
-    """A fresh process ended by a stop signal means the job is being stopped: it stops too, without
-    a result (KeyboardInterrupt is not a failure class), so that a resumed sweep measures it again
-    rather than keep it with figures missing."""
+    """A fresh process ended by a stop signal (Ctrl-C, `kill`, `timeout` and scancel reach the job's
+    whole process group) means the job is being stopped: it stops too, without a result
+    (KeyboardInterrupt is not a failure class), so that a resumed sweep measures it again rather
+    than keep it with figures missing."""
     if returncode < 0 and -returncode in STOP_SIGNALS:
         raise KeyboardInterrupt(f"{what} was stopped by {signal.Signals(-returncode).name}")
 

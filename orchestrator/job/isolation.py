@@ -98,8 +98,9 @@ def gpu_snapshot(nvml: ModuleType, uuid: str, own_pids: set[int]) -> dict:
     notes = []
     if foreign > 0:
         notes.append(f"{foreign} foreign process{'es' if foreign > 1 else ''} on the GPU")
-    if set(throttle) - {"sw_power_cap"}:
-        notes.append(f"throttled: {', '.join(t for t in throttle if t != 'sw_power_cap')}")
+    slowed = [t for t in throttle if t != "sw_power_cap"]  # the cap: listed, not flagged (above)
+    if slowed:
+        notes.append(f"throttled: {', '.join(slowed)}")
     return {
         "iso_foreign_processes": listed,
         "iso_sm_clock_mhz": _read(nvml, "nvmlDeviceGetClockInfo", handle, nvml.NVML_CLOCK_SM),

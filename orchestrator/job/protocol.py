@@ -85,10 +85,7 @@ def _both_sides(ctx: JobContext) -> None:
     del outputs
     graphs.check_graph_captured(ctx)
     for side in (eager, compiled):
-        if ctx.train:  # the first call ends as a training step does (CUDA graphs are then recorded
-            side.optimizer = ctx.optimizer(side.model)  # with the optimizer state, as in a loop)
-            side.optimizer.step()
-        side.model.zero_grad(set_to_none=True)
+        ctx.end_first_call(side)
     speed.measure_speed(ctx, {"eager": eager, "compiled": compiled})
     r["interleaved"] = True
     speed.summarize(ctx)

@@ -82,11 +82,7 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
             if req.get("save"):
                 save_sample(Path(req["save"]), side, first, ctx.train)
             del first  # not kept alive through the timed steps (it would add to their peak)
-            if ctx.train:  # the first call ends as a training step does: CUDA graphs are then
-                # recorded with the optimizer state allocated, as in a training loop
-                side.optimizer = ctx.optimizer(side.model)
-                side.optimizer.step()
-            side.model.zero_grad(set_to_none=True)
+            ctx.end_first_call(side)
         speed.measure_speed(ctx, sides, req.get("process", 0))
         out["timings"] = ctx.timings
         out["isolation"] = {k: v for k, v in ctx.result.items() if k.startswith("iso_")}

@@ -5,6 +5,9 @@
 #   memory    per-side memory of eager/default/reduce-overhead against memory_alone.py; 6.7b training
 #   big       reduce-overhead's memory again; +sweep=parallel with 2 ranks sharing one GPU; 2.7b training
 #   beyond    compile.scope model/blocks; the seed block with inductor options; AOTInductor
+#   crashes   where the AOTI load and the shared-GPU FSDP2 jobs die: probes and the fsdp rows, each
+#             process with its native stack printed on a fatal signal (benchmarks/h200-crashes/)
+#   aoti      the AOTI sweep, GPT-2 small inference at batch 1 and 16
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 part=$1
@@ -13,7 +16,11 @@ work=/tmp/gpu-out
 mkdir -p "$work" "$final"
 GPT2="workload.size=gpt2 bench.dtype=bf16"
 FAST="compile.probes=false bench.processes=1 bench.warmup=2 bench.repeats=4"
-save() { tar -C "$work" -czf "$final/$part.tar.gz" .; }
+# The archive holds the sweeps' logs too: a crash's native stack is in the job's stderr log.
+save() {
+  find /tmp/sweeps -name '*_log.*' 2>/dev/null | tar -czf "$work/logs.tar.gz" -T - 2>/dev/null
+  tar -C "$work" -czf "$final/$part.tar.gz" .
+}
 bench() {  # NAME SECONDS "orchestrator overrides"
   OUT=$work/$1 SWEEP_TIMEOUT_S=$2 bash scripts/gpu-bench.sh "$3 sweep.name=$1"
   save
@@ -56,6 +63,21 @@ case "$part" in
       bench aoti-blob 120 "$AOTI +compile.options.aot_inductor.package_constants_in_so=false \
         +compile.options.aot_inductor.package_constants_on_disk_format=binary_blob"
     fi ;;
+  crashes)
+    gcc -shared -fPIC -O1 -o /tmp/native_trace.so benchmarks/h200-crashes/native_trace.c
+    export LD_PRELOAD=/tmp/native_trace.so
+    PYTHONPATH=/tmp/site:$PWD timeout 100 python3 benchmarks/h200-parallel-1gpu/gloo_cuda_probe.py \
+      bfloat16 fsdp2 > "$work/gloo_cuda_probe.jsonl" 2> "$work/gloo_cuda_probe.err"
+    save
+    PYTHONPATH=/tmp/site:$PWD NATIVE_TRACE=/tmp/native_trace.so timeout 240 python3 \
+      benchmarks/h200-crashes/aoti_probe.py > "$work/aoti_probe.jsonl" 2> "$work/aoti_probe.err"
+    save
+    bench parallel-fsdp 200 "+sweep=parallel parallel=fsdp $GPT2 workload.batch_size=8 workload.seq_len=512 \
+      $FAST parallel.ranks_per_node=2 launcher.gpus_per_node=1 bench.timeout_s=150" ;;
+  aoti)
+    bench aoti 300 "$GPT2 bench.task=infer compile.path=aoti workload.batch_size=1,16 workload.seq_len=128 \
+      compile.probes=false bench.processes=1 bench.memory=false bench.repeats=8 bench.steps_per_repeat=50 \
+      compile.cache=shared compile.cache_dir=/tmp/aoti-cache ${AOTI_EXTRA:-}" ;;
 esac
 save
 ls -la "$final"

@@ -137,6 +137,24 @@ class Branchy(torch.nn.Module):
 """
 
 
+def test_aoti_package_that_cannot_load_is_a_compile_error_with_its_reason(tmp_path):
+    """The cold start runs in a fresh process (a server's first load); a package it cannot load
+    (here a file that is not one) ends the job as a compile error naming the package and why."""
+    from types import SimpleNamespace
+
+    from orchestrator.failures import CompileError
+    from orchestrator.job.aoti import PACKAGE_FILE, cold_start
+
+    package = tmp_path / PACKAGE_FILE
+    package.write_bytes(b"not a zip archive")
+    cfg = SimpleNamespace(bench=SimpleNamespace(timeout_s=120.0))
+    ctx = SimpleNamespace(inputs=(torch.ones(2),), device=torch.device("cpu"), cfg=cfg)
+    why = r"aoti load of model\.pt2: aoti-load process exited with code 1: \w"
+    with pytest.raises(CompileError, match=why):
+        cold_start(package, ctx, tmp_path)  # type: ignore[arg-type]
+    assert not list(tmp_path.glob("aoti-load-*")) and not (tmp_path / "aoti_inputs.pt").exists()
+
+
 def test_aoti_export_failure_is_a_compile_error_saying_export(tmp_path, compile_cache):
     (tmp_path / "branchy.py").write_text(BRANCHY)
     r = measure(

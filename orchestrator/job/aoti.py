@@ -6,15 +6,13 @@ start, and a load that kills the process (a segfault was seen on torch 2.11 + H2
 with its signal instead of taking the job down. Then it is loaded here, and its speed measured
 paired against eager like any compiled side.
 
-    python -m orchestrator.job.aoti PACKAGE DEVICE INPUTS ANSWER     (the cold-start probe)
+    python -m orchestrator.job.aoti REQUEST.json     (the cold-start probe, started by fresh.run_module)
 """
 
 from __future__ import annotations
 
 import inspect
 import json
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,8 +23,7 @@ from torch import nn
 from orchestrator.failures import CompileError
 from orchestrator.job import energy
 from orchestrator.job.context import JobContext, autocast, first_line, synchronize
-from orchestrator.job.fresh import raise_if_stopped
-from orchestrator.job.supervisor import PYTHON, crash_line, die_with_parent
+from orchestrator.job.fresh import run_module
 
 PACKAGE_FILE = "model.pt2"
 INPUTS_FILE = "aoti_inputs.pt"
@@ -119,55 +116,34 @@ def build(ctx: JobContext) -> tuple[nn.Module, dict]:
 
 def cold_start(path: Path, ctx: JobContext, job_dir: Path) -> dict:
     """Load the package and call it once in a fresh process; a crash there is a compile error."""
-    inputs, answer = job_dir / INPUTS_FILE, job_dir / "aoti_cold_start.json"
+    inputs = job_dir / INPUTS_FILE
     torch.save(tuple(t.cpu() for t in ctx.inputs), inputs)
-    cmd = [
-        *PYTHON,
-        "-m",
-        "orchestrator.job.aoti",
-        str(path),
-        str(ctx.device),
-        str(inputs),
-        str(answer),
-    ]
+    request = {"package": str(path), "device": str(ctx.device), "inputs": str(inputs)}
     try:
-        timeout = ctx.cfg.bench.timeout_s
-        proc = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=die_with_parent
-        )
-    except subprocess.TimeoutExpired:
-        raise CompileError(f"aoti load: loading the package took over {timeout:.0f} s") from None
+        got, why = run_module(job_dir, ctx.cfg.bench.timeout_s, "orchestrator.job.aoti", "aoti-load", request)
     finally:
         inputs.unlink(missing_ok=True)
-    raise_if_stopped(proc.returncode, "the aoti cold-start process")
-    if proc.returncode < 0:
-        name = signal.Signals(-proc.returncode).name
-        where = crash_line(proc.stderr)
-        raise CompileError(
-            f"aoti load: aoti_load_package killed a fresh process with {name} ({path.name})"
-            + (f": {where}" if where else "")
-        )
-    if proc.returncode != 0 or not answer.exists():
-        why = crash_line(proc.stderr) or "no output"
-        raise CompileError(f"aoti load: exit {proc.returncode}: {why}"[:500])
-    return json.loads(answer.read_text())
+    if got is None:
+        raise CompileError(f"aoti load of {path.name}: {why}")
+    return got
 
 
-def main(package: str, device_name: str, inputs_path: str, answer: str) -> None:
-    device = torch.device(device_name)
+def main(request_path: str) -> None:
+    req = json.loads(Path(request_path).read_text())
+    device = torch.device(req["device"])
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    inputs = tuple(t.to(device) for t in torch.load(inputs_path))
+    inputs = tuple(t.to(device) for t in torch.load(req["inputs"]))
     t0 = time.perf_counter()
-    runner = _load(Path(package), device)
+    runner = _load(Path(req["package"]), device)
     synchronize(device)
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     with torch.no_grad():
         runner(*inputs)  # type: ignore[operator]
     synchronize(device)
-    Path(answer).write_text(json.dumps({"load_s": load_s, "first_call_s": time.perf_counter() - t0}))
+    Path(req["answer"]).write_text(json.dumps({"load_s": load_s, "first_call_s": time.perf_counter() - t0}))
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:5])
+    main(sys.argv[1])

@@ -15,33 +15,40 @@ import subprocess
 from pathlib import Path
 
 from orchestrator.job.compile_cost import fresh_dir
-from orchestrator.job.supervisor import PYTHON, STOP_SIGNALS, crash_line, die_with_parent
+from orchestrator.job.supervisor import PYTHON, STOP_SIGNALS, crash_line, die_with_parent, how_it_ended
 from orchestrator.spec import JobSpec
 
 
 def run_fresh(spec: JobSpec, module: str, kind: str, payload: dict) -> tuple[dict | None, str | None]:
     """Start `python -m module` on a request (the spec plus `payload`); (answer, None) or (None, why)."""
-    work = fresh_dir(spec.job_dir, f"{kind}-")
+    request = {"spec": dataclasses.asdict(spec), **payload}
+    return run_module(spec.job_dir, spec.cfg.bench.timeout_s, module, kind, request)
+
+
+def run_module(
+    job_dir: Path, timeout_s: float, module: str, kind: str, request: dict
+) -> tuple[dict | None, str | None]:
+    """`python -m module REQUEST.json` in a work folder of the job's: (answer, None) or (None, why)."""
+    work = fresh_dir(job_dir, f"{kind}-")
     answer = work / "answer.json"
-    request = work / "request.json"
-    request.write_text(json.dumps({"spec": dataclasses.asdict(spec), "answer": str(answer), **payload}))
+    (work / "request.json").write_text(json.dumps({**request, "answer": str(answer)}, default=str))
     try:
         proc = subprocess.run(
-            [*PYTHON, "-m", module, str(request)],
+            [*PYTHON, "-m", module, str(work / "request.json")],
             preexec_fn=die_with_parent,  # a job stopped from outside takes its fresh processes along
             capture_output=True,
             text=True,
-            timeout=spec.cfg.bench.timeout_s,
+            timeout=timeout_s,
         )
     except subprocess.TimeoutExpired:
         shutil.rmtree(work, ignore_errors=True)
-        return None, f"{kind} process exceeded {spec.cfg.bench.timeout_s:.0f} s"
+        return None, f"{kind} process exceeded {timeout_s:.0f} s"
     got = json.loads(answer.read_text()) if answer.exists() else None
     shutil.rmtree(work, ignore_errors=True)
     raise_if_stopped(proc.returncode, f"{kind} process")
     if proc.returncode != 0 or got is None:
         why = crash_line(proc.stderr) or "no output"
-        return None, f"{kind} process exited with code {proc.returncode}: {why}"[:500]
+        return None, f"{kind} process {how_it_ended(proc.returncode)}: {why}"[:500]
     return got, None
 
 

@@ -7,7 +7,10 @@ crash ends only that process; the loading process runs with faulthandler and, wh
 NATIVE_TRACE names native_trace.so, with the native stack printed. One JSON line per case: what
 died where, or the largest difference from eager.
 
+    AOTI_OPTIONS='{"aot_inductor.custom_op_libs": [":libstdc++.so.6"]}' \
     python benchmarks/h200-crashes/aoti_probe.py [CASE ...]     (default: all but GPT-2 small)
+
+AOTI_OPTIONS: inductor config keys patched while packaging.
 """
 
 from __future__ import annotations
@@ -65,12 +68,16 @@ def _model(name: str, device: torch.device) -> tuple[nn.Module, tuple[torch.Tens
     return model.eval(), wl.make_inputs(None)
 
 
+def _options() -> dict:
+    return json.loads(os.environ.get("AOTI_OPTIONS") or "{}")
+
+
 def package(case: str, work: Path) -> None:
     """Child 1: export and package; save the inputs and eager's output for child 2."""
     model_name, device_name, how = CASES[case]
     device = torch.device(device_name)
     model, inputs = _model(model_name, device)
-    with torch.no_grad():
+    with torch.no_grad(), torch._inductor.config.patch(_options()):
         expected = model(*inputs)
         t0 = time.perf_counter()
         exported = torch.export.export(model, inputs)
@@ -92,8 +99,6 @@ def load(case: str, work: Path) -> None:
     """Child 2: load the package and call it once, as a server's cold start."""
     _, device_name, how = CASES[case]
     device = torch.device(device_name)
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
     io = torch.load(work / "io.pt")
     inputs = [t.to(device) for t in io["inputs"]]
     path = json.loads((work / "package.json").read_text())["path"]
@@ -124,6 +129,17 @@ def _child(stage: str, case: str, work: Path, timeout: float) -> tuple[int | str
     return proc.returncode, proc.stderr
 
 
+def _linked(so: str) -> dict:
+    needed = subprocess.run(["readelf", "-d", so], capture_output=True, text=True).stdout
+    defined = subprocess.run(["nm", "-C", "--defined-only", so], capture_output=True, text=True).stdout
+    return {
+        "needed": [ln.split("[")[-1].rstrip("]") for ln in needed.splitlines() if "NEEDED" in ln],
+        "libstdcxx_symbols_defined": sum(
+            "std::codecvt" in ln or "std::locale::" in ln for ln in defined.split("\n")
+        ),
+    }
+
+
 def _native_frames(stderr: str) -> list[str]:
     lines = stderr.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith("native_trace:")), None)
@@ -132,11 +148,13 @@ def _native_frames(stderr: str) -> list[str]:
 
 def run_case(case: str) -> dict:
     work = Path(tempfile.mkdtemp(prefix=f"aoti-{case}-"))
-    line: dict = {"case": case, "torch": torch.__version__}
+    line: dict = {"case": case, "torch": torch.__version__, "options": _options()}
     code, err = _child("package", case, work, 600)
     if code != 0:
         return line | {"stage": "package", "exit": code, "stderr_tail": err.splitlines()[-12:]}
     line |= json.loads((work / "package.json").read_text())
+    if line["path"].endswith(".so"):  # what the linker put in: libstdc++ shared, or a static copy?
+        line["linked"] = _linked(line["path"])
     code, err = _child("load", case, work, 300)
     if code != 0:
         tail = [ln for ln in err.splitlines() if ln.strip()][-16:]

@@ -82,7 +82,9 @@ case "$part" in
       python3 benchmarks/h200-crashes/aoti_probe.py mlp-cpu-legacy-so mlp-cuda \
       > "$work/aoti_probe_fix.jsonl" 2> "$work/aoti_probe_fix.err"
     save
-    AOTI_EXTRA="+compile.options.aot_inductor.custom_op_libs=[':libstdc++.so.6']" bash "$0" aoti ;;
+    if grep -q '"case": "mlp-cuda".*"stage": "done"' "$work/aoti_probe_fix.jsonl"; then
+      AOTI_EXTRA="+compile.options.aot_inductor.custom_op_libs=[':libstdc++.so.6']" bash "$0" aoti
+    fi ;;
   aoti)
     bench aoti 300 "$GPT2 bench.task=infer compile.path=aoti workload.batch_size=1,16 workload.seq_len=128 \
       compile.probes=false bench.processes=1 bench.memory=false bench.repeats=8 bench.steps_per_repeat=50 \

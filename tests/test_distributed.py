@@ -131,3 +131,58 @@ def test_every_rank_starts_from_rank_zeros_weights(tmp_path):
     expected = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4)).state_dict()
     for name in expected:
         assert torch.equal(zero[name], one[name]) and torch.equal(one[name], expected[name]), name
+
+
+def _rank_fsdp_steps(rank: int, store: str, out: str) -> None:
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    from orchestrator.job.parallelize import HostStagedAllGather, stage_all_gathers_through_host
+
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
+    calls = []
+
+    class Counted(HostStagedAllGather):
+        def __call__(self, *args, **kwargs):
+            calls.append(1)
+            return super().__call__(*args, **kwargs)
+
+    trained = {}
+    for staged in (False, True):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 8))
+        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        for layer in (model[0], model[2]):
+            fully_shard(layer, mp_policy=mp)
+        fully_shard(model, mp_policy=mp)
+        if staged:
+            stage_all_gathers_through_host(model)
+            for module in model.modules():  # count the staged comm's calls (the same class)
+                if hasattr(module, "set_custom_all_gather") and module is not model:
+                    module.set_custom_all_gather(Counted())
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(3):
+            opt.zero_grad()
+            torch.manual_seed(100 + step * 2 + rank)
+            model(torch.randn(4, 8)).float().square().mean().backward()
+            opt.step()
+        trained[staged] = {k: v.full_tensor() for k, v in model.state_dict().items()}
+    torch.save({"trained": trained, "calls": len(calls)}, f"{out}.{rank}")
+    dist.destroy_process_group()
+
+
+def test_fsdp_all_gather_staged_through_host_trains_like_gloos_own(tmp_path):
+    """The shared-GPU path (gloo on CUDA) all-gathers FSDP2's parameters through host memory, because
+    gloo's own all-gather of the CUDA buffer died (SIGSEGV, H200). Here on CPU tensors: three bf16
+    mixed-precision steps give the same weights either way, and the staged comm did the gathers."""
+    import torch
+    import torch.multiprocessing as mp
+
+    mp.spawn(_rank_fsdp_steps, args=(str(tmp_path / "store"), str(tmp_path / "w")), nprocs=2)
+    for rank in (0, 1):
+        got = torch.load(tmp_path / f"w.{rank}")
+        assert got["calls"] >= 2 * 3, "each layer's all-gather went through the staged comm every step"
+        plain, staged = got["trained"][False], got["trained"][True]
+        for name in plain:
+            assert torch.equal(plain[name], staged[name]), name

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Sequence
 from datetime import timedelta
 
 import torch
@@ -124,4 +125,38 @@ def _fsdp(model: nn.Module, workload: Workload, kwargs: dict | None, dtype: str)
     if kwargs is not None and not workload.blocks:  # no repeated blocks: compile the whole model
         model = torch.compile(model, **kwargs)
     fully_shard(model, mp_policy=mp)
+    if next(model.parameters()).device.type == "cuda" and dist.get_backend() == "gloo":
+        stage_all_gathers_through_host(model)
     return model
+
+
+class HostStagedAllGather:
+    """FSDP2's all-gather (its `AllGather` comm, duck-typed) through host memory: a copy to the host,
+    gloo's all-gather of CPU tensors, a copy back. gloo's own all-gather of FSDP2's CUDA buffer died
+    in gloo::allgather with SIGSEGV (torch 2.11 on the H200, benchmarks/h200-crashes/)."""
+
+    def allocate(self, size: Sequence[int], *, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        return torch.empty(*size, dtype=dtype, device=device)
+
+    def __call__(
+        self, output_tensor: torch.Tensor, input_tensor: torch.Tensor, group: object, async_op: bool = False
+    ) -> None:
+        gathered = torch.empty(output_tensor.shape, dtype=output_tensor.dtype)
+        dist.all_gather_into_tensor(gathered, input_tensor.cpu(), group=group)
+        output_tensor.copy_(gathered)
+        return None  # done already: FSDP2 waits only on a returned Work
+
+
+def stage_all_gathers_through_host(model: nn.Module) -> None:
+    """Ranks sharing a GPU talk over gloo: every FSDP2 module all-gathers through host memory. This
+    is the code path on one GPU (compile, shard, bf16, memory, parity), not a speed figure."""
+    from torch.distributed.fsdp import FSDPModule
+
+    for module in model.modules():
+        if isinstance(module, FSDPModule):
+            if not hasattr(module, "set_custom_all_gather"):
+                raise RuntimeError(
+                    f"parallel=fsdp with ranks sharing a GPU needs FSDPModule.set_custom_all_gather, "
+                    f"which torch {torch.__version__} lacks: give each rank its own GPU (nccl)"
+                )
+            module.set_custom_all_gather(HostStagedAllGather())

@@ -138,14 +138,23 @@ def _rank_fsdp_steps(rank: int, store: str, out: str) -> None:
     import torch.distributed as dist
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    from orchestrator.job.parallelize import HostStagedAllGather, stage_all_gathers_through_host
+    from orchestrator.job.parallelize import (
+        HostStagedAllGather,
+        HostStagedReduceScatter,
+        stage_collectives_through_host,
+    )
 
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
     calls = []
 
-    class Counted(HostStagedAllGather):
+    class CountedGather(HostStagedAllGather):
         def __call__(self, *args, **kwargs):
-            calls.append(1)
+            calls.append("gather")
+            return super().__call__(*args, **kwargs)
+
+    class CountedReduce(HostStagedReduceScatter):
+        def __call__(self, *args, **kwargs):
+            calls.append("reduce")
             return super().__call__(*args, **kwargs)
 
     trained = {}
@@ -157,10 +166,11 @@ def _rank_fsdp_steps(rank: int, store: str, out: str) -> None:
             fully_shard(layer, mp_policy=mp)
         fully_shard(model, mp_policy=mp)
         if staged:
-            stage_all_gathers_through_host(model)
-            for module in model.modules():  # count the staged comm's calls (the same class)
+            stage_collectives_through_host(model)
+            for module in model.modules():  # count the staged comms' calls (the same classes)
                 if hasattr(module, "set_custom_all_gather") and module is not model:
-                    module.set_custom_all_gather(Counted())
+                    module.set_custom_all_gather(CountedGather())
+                    module.set_custom_reduce_scatter(CountedReduce())
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         for step in range(3):
             opt.zero_grad()
@@ -168,21 +178,25 @@ def _rank_fsdp_steps(rank: int, store: str, out: str) -> None:
             model(torch.randn(4, 8)).float().square().mean().backward()
             opt.step()
         trained[staged] = {k: v.full_tensor() for k, v in model.state_dict().items()}
-    torch.save({"trained": trained, "calls": len(calls)}, f"{out}.{rank}")
+    torch.save(
+        {"trained": trained, "gathers": calls.count("gather"), "reduces": calls.count("reduce")},
+        f"{out}.{rank}",
+    )
     dist.destroy_process_group()
 
 
 def test_fsdp_all_gather_staged_through_host_trains_like_gloos_own(tmp_path):
-    """The shared-GPU path (gloo on CUDA) all-gathers FSDP2's parameters through host memory, because
+    """The shared-GPU path (gloo on CUDA) all-gathers FSDP2's parameters (and reduce-scatters its
+    gradients) through host memory, because
     gloo's own all-gather of the CUDA buffer died (SIGSEGV, H200). Here on CPU tensors: three bf16
-    mixed-precision steps give the same weights either way, and the staged comm did the gathers."""
+    mixed-precision steps give the same weights either way, and the staged comms did the work."""
     import torch
     import torch.multiprocessing as mp
 
     mp.spawn(_rank_fsdp_steps, args=(str(tmp_path / "store"), str(tmp_path / "w")), nprocs=2)
     for rank in (0, 1):
         got = torch.load(tmp_path / f"w.{rank}")
-        assert got["calls"] >= 2 * 3, "each layer's all-gather went through the staged comm every step"
+        assert got["gathers"] >= 2 * 3 and got["reduces"] >= 2 * 3, "each layer, each step, staged"
         plain, staged = got["trained"][False], got["trained"][True]
         for name in plain:
             assert torch.equal(plain[name], staged[name]), name

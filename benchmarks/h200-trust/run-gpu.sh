@@ -8,7 +8,8 @@
 #   crashes   where the AOTI load and the shared-GPU FSDP2 jobs die: probes and the fsdp rows, each
 #             process with its native stack printed on a fatal signal (benchmarks/h200-crashes/)
 #   aoti      the AOTI sweep, GPT-2 small inference at batch 1 and 16 ($AOTI_EXTRA: more overrides)
-#   aoti-fix  why the AOTI .so dies in std::regex (the toolchain's facts); the probe with the shared
+#   fixes     the shared-GPU fsdp rows with FSDP2's collectives staged through host memory; why the
+#             AOTI .so dies in std::regex (the toolchain's facts); the AOTI probe with the shared
 #             libstdc++ linked first; then the AOTI sweep with that link option
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -76,17 +77,19 @@ case "$part" in
     save
     bench parallel-fsdp 200 "+sweep=parallel parallel=fsdp $GPT2 workload.batch_size=8 workload.seq_len=512 \
       $FAST parallel.ranks_per_node=2 launcher.gpus_per_node=1 bench.timeout_s=150" ;;
-  aoti-fix)
+  fixes)
+    bench parallel-fsdp 150 "+sweep=parallel parallel=fsdp $GPT2 workload.batch_size=8 workload.seq_len=512 \
+      $FAST parallel.ranks_per_node=2 launcher.gpus_per_node=1 bench.timeout_s=120"
     bash benchmarks/h200-crashes/regex_so.sh > "$work/regex_so.txt" 2>&1
-    PYTHONPATH=/tmp/site:$PWD AOTI_OPTIONS='{"aot_inductor.custom_op_libs": [":libstdc++.so.6"]}' timeout 200 \
-      python3 benchmarks/h200-crashes/aoti_probe.py mlp-cpu-legacy-so mlp-cuda \
+    PYTHONPATH=/tmp/site:$PWD AOTI_OPTIONS='{"aot_inductor.custom_op_libs": [":libstdc++.so.6"]}' timeout 120 \
+      python3 benchmarks/h200-crashes/aoti_probe.py mlp-cuda \
       > "$work/aoti_probe_fix.jsonl" 2> "$work/aoti_probe_fix.err"
     save
     if grep -q '"case": "mlp-cuda".*"stage": "done"' "$work/aoti_probe_fix.jsonl"; then
       AOTI_EXTRA="+compile.options.aot_inductor.custom_op_libs=[':libstdc++.so.6']" bash "$0" aoti
     fi ;;
   aoti)
-    bench aoti 300 "$GPT2 bench.task=infer compile.path=aoti workload.batch_size=1,16 workload.seq_len=128 \
+    bench aoti 270 "$GPT2 bench.task=infer compile.path=aoti workload.batch_size=1,16 workload.seq_len=128 \
       compile.probes=false bench.processes=1 bench.memory=false bench.repeats=8 bench.steps_per_repeat=50 \
       compile.cache=shared compile.cache_dir=/tmp/aoti-cache ${AOTI_EXTRA:-}" ;;
 esac

@@ -126,7 +126,7 @@ def _fsdp(model: nn.Module, workload: Workload, kwargs: dict | None, dtype: str)
         model = torch.compile(model, **kwargs)
     fully_shard(model, mp_policy=mp)
     if next(model.parameters()).device.type == "cuda" and dist.get_backend() == "gloo":
-        stage_all_gathers_through_host(model)
+        stage_collectives_through_host(model)
     return model
 
 
@@ -147,16 +147,35 @@ class HostStagedAllGather:
         return None  # done already: FSDP2 waits only on a returned Work
 
 
-def stage_all_gathers_through_host(model: nn.Module) -> None:
-    """Ranks sharing a GPU talk over gloo: every FSDP2 module all-gathers through host memory. This
-    is the code path on one GPU (compile, shard, bf16, memory, parity), not a speed figure."""
+class HostStagedReduceScatter(HostStagedAllGather):
+    """FSDP2's gradient reduce-scatter through host memory, for the same reason (gloo on CUDA)."""
+
+    def __call__(  # type: ignore[override]
+        self,
+        output_tensor: torch.Tensor,
+        input_tensor: torch.Tensor,
+        group: object,
+        op: object,
+        async_op=False,
+    ) -> None:
+        reduced = torch.empty(output_tensor.shape, dtype=output_tensor.dtype)
+        dist.reduce_scatter_tensor(reduced, input_tensor.cpu(), op=op, group=group)
+        output_tensor.copy_(reduced)
+        return None
+
+
+def stage_collectives_through_host(model: nn.Module) -> None:
+    """Ranks sharing a GPU talk over gloo: every FSDP2 module all-gathers and reduce-scatters through
+    host memory. This is the code path on one GPU (compile, shard, bf16, memory, parity), not a
+    speed figure."""
     from torch.distributed.fsdp import FSDPModule
 
     for module in model.modules():
         if isinstance(module, FSDPModule):
-            if not hasattr(module, "set_custom_all_gather"):
+            if not hasattr(module, "set_custom_reduce_scatter"):
                 raise RuntimeError(
-                    f"parallel=fsdp with ranks sharing a GPU needs FSDPModule.set_custom_all_gather, "
+                    f"parallel=fsdp with ranks sharing a GPU needs FSDPModule.set_custom_reduce_scatter, "
                     f"which torch {torch.__version__} lacks: give each rank its own GPU (nccl)"
                 )
             module.set_custom_all_gather(HostStagedAllGather())
+            module.set_custom_reduce_scatter(HostStagedReduceScatter())

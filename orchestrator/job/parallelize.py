@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Sequence
 from datetime import timedelta
 
 import torch
@@ -77,6 +76,30 @@ def same_weights_on_every_rank(model: nn.Module) -> None:
             dist.broadcast(tensor, src=0)
 
 
+def full_tensor(t: torch.Tensor) -> torch.Tensor:
+    """A tensor's whole value: an FSDP2 DTensor gathered from every rank (all ranks call this), any
+    other tensor as it is. Over gloo on CUDA (ranks sharing a GPU) DTensor's own gather, a functional
+    all-gather, died in gloo::allgather with SIGSEGV (torch 2.11 on the H200,
+    benchmarks/h200-crashes/), while FSDP2's own collectives ran: there the shards travel through
+    host memory."""
+    if not hasattr(t, "full_tensor"):
+        return t
+    if t.device.type == "cuda" and dist.get_backend() == "gloo":
+        return gather_through_host(t).to(t.device)
+    return t.full_tensor()
+
+
+def gather_through_host(t: torch.Tensor) -> torch.Tensor:
+    """A DTensor's whole value, gathered as CPU tensors over the same process group."""
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.tensor import DTensor
+
+    mesh = DeviceMesh.from_group(t.device_mesh.get_group(), "cpu")  # type: ignore[attr-defined]
+    local = t.to_local().cpu()  # type: ignore[attr-defined]
+    host = DTensor.from_local(local, mesh, t.placements, shape=t.shape, stride=t.stride())  # type: ignore[attr-defined]
+    return host.full_tensor()
+
+
 def prepare(
     workload: Workload,
     strategy: str,
@@ -125,57 +148,4 @@ def _fsdp(model: nn.Module, workload: Workload, kwargs: dict | None, dtype: str)
     if kwargs is not None and not workload.blocks:  # no repeated blocks: compile the whole model
         model = torch.compile(model, **kwargs)
     fully_shard(model, mp_policy=mp)
-    if next(model.parameters()).device.type == "cuda" and dist.get_backend() == "gloo":
-        stage_collectives_through_host(model)
     return model
-
-
-class HostStagedAllGather:
-    """FSDP2's all-gather (its `AllGather` comm, duck-typed) through host memory: a copy to the host,
-    gloo's all-gather of CPU tensors, a copy back. gloo's own all-gather of FSDP2's CUDA buffer died
-    in gloo::allgather with SIGSEGV (torch 2.11 on the H200, benchmarks/h200-crashes/)."""
-
-    def allocate(self, size: Sequence[int], *, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-        return torch.empty(*size, dtype=dtype, device=device)
-
-    def __call__(
-        self, output_tensor: torch.Tensor, input_tensor: torch.Tensor, group: object, async_op: bool = False
-    ) -> None:
-        gathered = torch.empty(output_tensor.shape, dtype=output_tensor.dtype)
-        dist.all_gather_into_tensor(gathered, input_tensor.cpu(), group=group)
-        output_tensor.copy_(gathered)
-        return None  # done already: FSDP2 waits only on a returned Work
-
-
-class HostStagedReduceScatter(HostStagedAllGather):
-    """FSDP2's gradient reduce-scatter through host memory, for the same reason (gloo on CUDA)."""
-
-    def __call__(  # type: ignore[override]
-        self,
-        output_tensor: torch.Tensor,
-        input_tensor: torch.Tensor,
-        group: object,
-        op: object,
-        async_op=False,
-    ) -> None:
-        reduced = torch.empty(output_tensor.shape, dtype=output_tensor.dtype)
-        dist.reduce_scatter_tensor(reduced, input_tensor.cpu(), op=op, group=group)
-        output_tensor.copy_(reduced)
-        return None
-
-
-def stage_collectives_through_host(model: nn.Module) -> None:
-    """Ranks sharing a GPU talk over gloo: every FSDP2 module all-gathers and reduce-scatters through
-    host memory. This is the code path on one GPU (compile, shard, bf16, memory, parity), not a
-    speed figure."""
-    from torch.distributed.fsdp import FSDPModule
-
-    for module in model.modules():
-        if isinstance(module, FSDPModule):
-            if not hasattr(module, "set_custom_reduce_scatter"):
-                raise RuntimeError(
-                    f"parallel=fsdp with ranks sharing a GPU needs FSDPModule.set_custom_reduce_scatter, "
-                    f"which torch {torch.__version__} lacks: give each rank its own GPU (nccl)"
-                )
-            module.set_custom_all_gather(HostStagedAllGather())
-            module.set_custom_reduce_scatter(HostStagedReduceScatter())

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from orchestrator.job.context import JobContext, Side
+from orchestrator.job.parallelize import full_tensor, prepare
 from orchestrator.stats import rel_error
 
 # Parity tolerance on the relative error norm, per compute dtype.
@@ -40,9 +41,7 @@ def gradients(model: nn.Module) -> dict[str, torch.Tensor]:
         g = p.grad
         if g is None:
             continue
-        if hasattr(g, "full_tensor"):  # FSDP2 DTensor
-            g = g.full_tensor()
-        grads[_param_name(name)] = g
+        grads[_param_name(name)] = full_tensor(g)  # FSDP2: a DTensor, gathered
     return grads
 
 
@@ -137,7 +136,6 @@ def check_random_parity(ctx: JobContext) -> bool:
     import torch._inductor.config
 
     from orchestrator.config import CompileMode
-    from orchestrator.job.parallelize import prepare
 
     cfg = ctx.cfg
     strategy, dtype = cfg.parallel.strategy, cfg.bench.dtype

@@ -89,7 +89,7 @@ case "$part" in
       AOTI_EXTRA="+compile.options.aot_inductor.custom_op_libs=[':libstdc++.so.6']" bash "$0" aoti
     fi ;;
   aoti)
-    bench aoti 270 "$GPT2 bench.task=infer compile.path=aoti workload.batch_size=1,16 workload.seq_len=128 \
+    bench aoti 250 "$GPT2 bench.task=infer compile.path=aoti workload.batch_size=1,16 workload.seq_len=128 \
       compile.probes=false bench.processes=1 bench.memory=false bench.repeats=8 bench.steps_per_repeat=50 \
       compile.cache=shared compile.cache_dir=/tmp/aoti-cache ${AOTI_EXTRA:-}" ;;
 esac

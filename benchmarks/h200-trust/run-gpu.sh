@@ -88,6 +88,16 @@ case "$part" in
     if grep -q '"case": "mlp-cuda".*"stage": "done"' "$work/aoti_probe_fix.jsonl"; then
       AOTI_EXTRA="+compile.options.aot_inductor.custom_op_libs=[':libstdc++.so.6']" bash "$0" aoti
     fi ;;
+  aoti-last)
+    # Three CPU packagings beside the GPU sweep: as inductor links it, the shared libstdc++ first, g++-12.
+    probe() {  # NAME AOTI_OPTIONS
+      PYTHONPATH=/tmp/site:$PWD AOTI_OPTIONS=$2 timeout 230 python3 benchmarks/h200-crashes/aoti_probe.py \
+        mlp-cpu-legacy-so > "$work/aoti_probe_$1.jsonl" 2> "$work/aoti_probe_$1.err"
+    }
+    probe plain '{}' & probe shared-first '{"aot_inductor.custom_op_libs": [":libstdc++.so.6"]}' &
+    probe gxx12 '{"cpp.cxx": ["g++-12"]}' &
+    AOTI_EXTRA="+compile.options.aot_inductor.custom_op_libs=[':libstdc++.so.6']" bash "$0" aoti
+    wait ;;
   aoti)
     bench aoti 250 "$GPT2 bench.task=infer compile.path=aoti workload.batch_size=1,16 workload.seq_len=128 \
       compile.probes=false bench.processes=1 bench.memory=false bench.repeats=8 bench.steps_per_repeat=50 \

@@ -41,18 +41,6 @@ CASES = {
 }
 
 
-class Autocast(nn.Module):
-    """As orchestrator.job.aoti.Autocast: bf16 autocast recorded by export."""
-
-    def __init__(self, inner: nn.Module) -> None:
-        super().__init__()
-        self.inner = inner
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            return self.inner(x)
-
-
 def _model(name: str, device: torch.device) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     torch.manual_seed(0)
     if name == "mlp":
@@ -60,11 +48,12 @@ def _model(name: str, device: torch.device) -> tuple[nn.Module, tuple[torch.Tens
             model = nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 64))
         return model.eval(), (torch.randn(8, 64, device=device),)
     from orchestrator.config import WorkloadConfig
+    from orchestrator.job.aoti import Autocast
     from workloads import build_workload
 
     size = "gpt2" if name.startswith("gpt2") else "tiny"
     wl = build_workload(WorkloadConfig(size=size, batch_size=1, seq_len=128), "infer", device)
-    model = Autocast(wl.model) if name.endswith("autocast") else wl.model
+    model = Autocast(wl.model, device, "bf16") if name.endswith("autocast") else wl.model
     return model.eval(), wl.make_inputs(None)
 
 

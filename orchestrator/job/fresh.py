@@ -30,11 +30,11 @@ def run_module(
 ) -> tuple[dict | None, str | None]:
     """`python -m module REQUEST.json` in a work folder of the job's: (answer, None) or (None, why)."""
     work = fresh_dir(job_dir, f"{kind}-")
-    answer = work / "answer.json"
-    (work / "request.json").write_text(json.dumps({**request, "answer": str(answer)}, default=str))
+    answer, request_path = work / "answer.json", work / "request.json"
+    request_path.write_text(json.dumps({**request, "answer": str(answer)}, default=str))
     try:
         proc = subprocess.run(
-            [*PYTHON, "-m", module, str(work / "request.json")],
+            [*PYTHON, "-m", module, str(request_path)],
             preexec_fn=die_with_parent,  # a job stopped from outside takes its fresh processes along
             capture_output=True,
             text=True,

@@ -134,3 +134,20 @@ def test_a_job_whose_side_process_is_stopped_writes_no_result(tmp_path):
     assert not (spec.job_dir / "result.json").exists()
     runs = (spec.job_dir / "runs.log").read_text()
     assert "start" in runs and "result" not in runs, runs
+
+
+def test_a_job_whose_compiler_is_stopped_writes_no_result(tmp_path):
+    """Ctrl-C or `timeout` reach inductor's g++ with the job; the compile then fails, but that is the
+    job being stopped, not a `compile_error` row that a resumed sweep would keep (seen on the H200)."""
+    import pytest
+
+    from orchestrator.job.supervisor import run_child
+    from orchestrator.plan import build_plan
+
+    backend = "compile.backend=user_models:stopped_compiler_backend"
+    overrides = [*FAST, *USER, "workload.target=user_models:MLP", backend, "bench.processes=1"]
+    spec = build_plan(overrides, cwd=tmp_path).jobs[0]
+    with pytest.raises(RuntimeError, match="killed by signal SIGINT"):
+        run_child(spec)
+    assert not (spec.job_dir / "result.json").exists()
+    assert "result" not in (spec.job_dir / "runs.log").read_text()

@@ -181,3 +181,12 @@ class DriftsWhenCompiled(MLP):
         if torch.compiler.is_compiling():
             y = y * (1 + (self.net[0].weight - self.w0).square().sum())
         return y
+
+
+def stopped_compiler_backend(gm: torch.fx.GraphModule, example_inputs: list) -> object:
+    """A "compiler" whose subprocess is stopped by SIGINT, as Ctrl-C or `timeout` reach g++ under
+    inductor; `subprocess` raises CalledProcessError, as inductor's C++ build does."""
+    import subprocess
+
+    subprocess.run(["sh", "-c", "kill -INT $$"], check=True)
+    return gm

@@ -61,6 +61,19 @@ def raise_if_stopped(returncode: int, what: str) -> None:
         raise KeyboardInterrupt(f"{what} was stopped by {signal.Signals(-returncode).name}")
 
 
+def raise_if_stopped_within(exc: BaseException) -> None:
+    """A failure that came from a subprocess killed by a stop signal (inductor's C++ compiler, which
+    the stop reaches together with the job) is the job being stopped too, not a compile error."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:  # the chain: CompileError <- ... <- the call
+        seen.add(id(cause))
+        if isinstance(cause, subprocess.CalledProcessError):
+            cmd = cause.cmd if isinstance(cause.cmd, str) else cause.cmd[0]
+            raise_if_stopped(cause.returncode, f"subprocess {Path(str(cmd).split()[0]).name}")
+        cause = cause.__cause__ or cause.__context__
+
+
 def read_request(path: str) -> tuple[JobSpec, dict]:
     """In the fresh process: the spec and the rest of the request."""
     req = json.loads(Path(path).read_text())

@@ -7,7 +7,8 @@
 #   beyond    compile.scope model/blocks; the seed block with inductor options; AOTInductor
 #   crashes   where the AOTI load and the shared-GPU FSDP2 jobs die: probes and the fsdp rows, each
 #             process with its native stack printed on a fatal signal (benchmarks/h200-crashes/)
-#   aoti      the AOTI sweep, GPT-2 small inference at batch 1 and 16 ($AOTI_EXTRA: more overrides)
+#   aoti      the AOTI sweep, GPT-2 small inference at batch 1 and 16 ($AOTI_EXTRA: more overrides;
+#             $AOTI_CAP_S: the sweep's seconds, 250 by default)
 #   fixes     the shared-GPU fsdp rows with FSDP2's collectives staged through host memory; why the
 #             AOTI .so dies in std::regex (the toolchain's facts); the AOTI probe with the shared
 #             libstdc++ linked first; then the AOTI sweep with that link option
@@ -99,7 +100,7 @@ case "$part" in
     AOTI_EXTRA="+compile.options.aot_inductor.custom_op_libs=[':libstdc++.so.6']" bash "$0" aoti
     wait ;;
   aoti)
-    bench aoti 250 "$GPT2 bench.task=infer compile.path=aoti workload.batch_size=1,16 workload.seq_len=128 \
+    bench aoti "${AOTI_CAP_S:-250}" "$GPT2 bench.task=infer compile.path=aoti workload.batch_size=1,16 workload.seq_len=128 \
       compile.probes=false bench.processes=1 bench.memory=false bench.repeats=8 bench.steps_per_repeat=50 \
       compile.cache=shared compile.cache_dir=/tmp/aoti-cache ${AOTI_EXTRA:-}" ;;
 esac

@@ -28,6 +28,8 @@ def review_sweep(tmp_path_factory, compile_cache):
             "bench.steps_per_repeat=1",
             "bench.warmup=1",
             "logger=none",
+            "compile.probes=false",  # the review is of the page and compare, not of compile cost
+            "compile.cache=shared",
             f"compile.cache_dir={compile_cache}",
         ],
         cwd=cwd,

@@ -125,9 +125,11 @@ def test_aoti_package_is_timed_loaded_and_measured_against_eager(tmp_path, compi
 def test_aoti_links_the_shared_libstdcxx_on_linux_unless_the_user_links_their_own():
     from orchestrator.job.aoti import link_configs
 
-    assert link_configs(None, "linux") == {"aot_inductor.custom_op_libs": [":libstdc++.so.6"]}
-    assert link_configs(["mylib"], "linux") == {}  # the user's option stands as given
-    assert link_configs(None, "darwin") == {}  # no libstdc++.so.6 to name there
+    assert link_configs(None, "linux", None) == {"aot_inductor.custom_op_libs": [":libstdc++.so.6"]}
+    assert link_configs(["mylib"], "linux", None) == {}  # the user's option stands as given
+    assert link_configs([], "linux", None) == {}  # and an empty list turns the link off
+    assert link_configs(None, "linux", "windows") == {}  # a MinGW cross-compile has no such file
+    assert link_configs(None, "darwin", None) == {}  # nor has macOS
 
 
 BRANCHY = """

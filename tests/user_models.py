@@ -185,8 +185,11 @@ class DriftsWhenCompiled(MLP):
 
 def stopped_compiler_backend(gm: torch.fx.GraphModule, example_inputs: list) -> object:
     """A "compiler" whose subprocess is stopped by SIGINT, as Ctrl-C or `timeout` reach g++ under
-    inductor; `subprocess` raises CalledProcessError, as inductor's C++ build does."""
+    inductor; `subprocess` raises CalledProcessError, as inductor's C++ build does. The child resets
+    SIGINT first: a test run in the background without job control inherits it ignored."""
     import subprocess
+    import sys
 
-    subprocess.run(["sh", "-c", "kill -INT $$"], check=True)
+    stop = "import os, signal as s; s.signal(s.SIGINT, s.SIG_DFL); os.kill(os.getpid(), s.SIGINT)"
+    subprocess.run([sys.executable, "-c", stop], check=True)
     return gm

@@ -60,13 +60,13 @@ def _load(path: Path, device: torch.device) -> object:
     return load(str(path), **kwargs)
 
 
-def link_configs(user_libs: list[str] | None, platform: str) -> dict:
+def link_configs(user_libs: list[str] | None, platform: str, cross_target: str | None) -> dict:
     """On Linux, link the shared libstdc++ into the package's `.so` by name, unless the user set
-    `aot_inductor.custom_op_libs` (`compile.options`). On the H200's image (g++ 13.3, torch 2.11)
-    inductor's own link left libstdc++ out of the `.so`'s NEEDED and put a copy of its locale code
-    inside; `std::regex` there crashed every load (benchmarks/h200-crashes/). Linked by name, the
-    same package loads, there and here."""
-    if user_libs or not platform.startswith("linux"):
+    `aot_inductor.custom_op_libs` (`compile.options`; `[]` turns this off) or cross-compiles. On the
+    H200's image (g++ 13.3, torch 2.11) inductor's own link left libstdc++ out of the `.so`'s NEEDED
+    and put a copy of its locale code inside; `std::regex` there crashed every load
+    (benchmarks/h200-crashes/). Linked by name, the same package loads, there and here."""
+    if user_libs is not None or cross_target or not platform.startswith("linux"):
         return {}
     return {"aot_inductor.custom_op_libs": [":libstdc++.so.6"]}
 
@@ -93,7 +93,8 @@ def build(ctx: JobContext) -> tuple[nn.Module, dict]:
         raise CompileError(f"export: {type(e).__name__}: {first_line(e)}") from e
     export_s = time.perf_counter() - t0
     configs = {"max_autotune": True} if ctx.cfg.compile.mode == "max-autotune-no-cudagraphs" else {}
-    configs |= link_configs(torch._inductor.config.aot_inductor.custom_op_libs, sys.platform)
+    aot = torch._inductor.config.aot_inductor
+    configs |= link_configs(aot.custom_op_libs, sys.platform, getattr(aot, "cross_target_platform", None))
     t0 = time.perf_counter()
     try:
         path = Path(

@@ -61,17 +61,21 @@ def raise_if_stopped(returncode: int, what: str) -> None:
         raise KeyboardInterrupt(f"{what} was stopped by {signal.Signals(-returncode).name}")
 
 
-def raise_if_stopped_within(exc: BaseException) -> None:
-    """A failure that came from a subprocess killed by a stop signal (inductor's C++ compiler, which
-    the stop reaches together with the job) is the job being stopped too, not a compile error."""
+def stopped_within(exc: BaseException) -> str | None:
+    """Whether a failure came from a subprocess killed by a stop signal (inductor's C++ compiler,
+    which a stop reaches together with the job): then the job is being stopped, and the failure is
+    not its result. Says which subprocess and signal, or None."""
     seen: set[int] = set()
     cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:  # the chain: CompileError <- ... <- the call
+    while cause is not None and id(cause) not in seen:  # dynamo raises `from None`: __context__ too
         seen.add(id(cause))
-        if isinstance(cause, subprocess.CalledProcessError):
-            cmd = cause.cmd if isinstance(cause.cmd, str) else cause.cmd[0]
-            raise_if_stopped(cause.returncode, f"subprocess {Path(str(cmd).split()[0]).name}")
+        code = getattr(cause, "returncode", None)
+        if isinstance(cause, subprocess.CalledProcessError) and code < 0 and -code in STOP_SIGNALS:
+            cmd = cause.cmd if isinstance(cause.cmd, str | Path) else (cause.cmd or ["?"])[0]
+            name = Path(str(cmd).split(" ")[0]).name or "?"
+            return f"subprocess {name} was stopped by {signal.Signals(-code).name}"
         cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def read_request(path: str) -> tuple[JobSpec, dict]:

@@ -30,7 +30,7 @@ from orchestrator.job.compile_cost import (
 )
 from orchestrator.job.context import JobContext, first_line
 from orchestrator.job.device import check_device, job_device
-from orchestrator.job.fresh import raise_if_stopped_within
+from orchestrator.job.fresh import stopped_within
 from orchestrator.job.skeleton import log_paths, result_skeleton
 from orchestrator.results import RESULT_FILE, write_json_atomic
 from orchestrator.spec import JobSpec
@@ -159,7 +159,10 @@ def run_job(spec: JobSpec) -> dict | None:
                 compile_probes(spec, device, cache, result)
             result["status"] = "ok"
         except Exception as exc:  # every failure becomes a result row with its class and message
-            raise_if_stopped_within(exc)
+            if (stopped := stopped_within(exc)) is not None:  # no row: a resumed sweep measures it
+                if private:
+                    shutil.rmtree(cache, ignore_errors=True)
+                raise KeyboardInterrupt(stopped) from exc
             result["status"] = classify(exc)
             result["error"] = f"{type(exc).__name__}: {exc}".strip()[:2000]
             if result["status"] == "timeout":

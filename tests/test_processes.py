@@ -151,3 +151,4 @@ def test_a_job_whose_compiler_is_stopped_writes_no_result(tmp_path):
         run_child(spec)
     assert not (spec.job_dir / "result.json").exists()
     assert "result" not in (spec.job_dir / "runs.log").read_text()
+    assert not list(spec.job_dir.glob("inductor-*")), "a stopped job removes its private cache too"

@@ -52,28 +52,31 @@ def run_module(
     return got, None
 
 
+def stop_signal(returncode: int) -> signal.Signals | None:
+    """The stop signal (Ctrl-C, `kill`, `timeout`, scancel) that ended a process, or None."""
+    return signal.Signals(-returncode) if returncode < 0 and -returncode in STOP_SIGNALS else None
+
+
 def raise_if_stopped(returncode: int, what: str) -> None:
     """A fresh process ended by a stop signal (Ctrl-C, `kill`, `timeout` and scancel reach the job's
     whole process group) means the job is being stopped: it stops too, without a result
     (KeyboardInterrupt is not a failure class), so that a resumed sweep measures it again rather
     than keep it with figures missing."""
-    if returncode < 0 and -returncode in STOP_SIGNALS:
-        raise KeyboardInterrupt(f"{what} was stopped by {signal.Signals(-returncode).name}")
+    if (sig := stop_signal(returncode)) is not None:
+        raise KeyboardInterrupt(f"{what} was stopped by {sig.name}")
 
 
 def stopped_within(exc: BaseException) -> str | None:
     """Whether a failure came from a subprocess killed by a stop signal (inductor's C++ compiler,
     which a stop reaches together with the job): then the job is being stopped, and the failure is
-    not its result. Says which subprocess and signal, or None."""
+    not its result. Says so, or None."""
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:  # dynamo raises `from None`: __context__ too
         seen.add(id(cause))
-        code = getattr(cause, "returncode", None)
-        if isinstance(cause, subprocess.CalledProcessError) and code < 0 and -code in STOP_SIGNALS:
-            cmd = cause.cmd if isinstance(cause.cmd, str | Path) else (cause.cmd or ["?"])[0]
-            name = Path(str(cmd).split(" ")[0]).name or "?"
-            return f"subprocess {name} was stopped by {signal.Signals(-code).name}"
+        sig = stop_signal(cause.returncode) if isinstance(cause, subprocess.CalledProcessError) else None
+        if sig is not None:
+            return f"a subprocess of the job was stopped by {sig.name}"
         cause = cause.__cause__ or cause.__context__
     return None
 

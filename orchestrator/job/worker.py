@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import torch
@@ -132,7 +133,11 @@ def run_job(spec: JobSpec) -> dict | None:
         compiled_mode and cfg.compile.probes and cfg.parallel.world_size == 1 and cfg.compile.path == "jit"
     )
     trace_dir = spec.job_dir / "trace" if cfg.compile.trace else None
-    with compile_settings(spec.config["compile"], len(cfg.workload.shapes), cache), torch_trace(trace_dir):
+    with ExitStack() as scope:
+        if private:  # removed however the job ends, a stop included (callbacks run last)
+            scope.callback(shutil.rmtree, cache, ignore_errors=True)
+        scope.enter_context(compile_settings(spec.config["compile"], len(cfg.workload.shapes), cache))
+        scope.enter_context(torch_trace(trace_dir))
         try:
             check_device(cfg.bench.device, cfg.launcher.name)  # a GPU job never times the CPU
             if cfg.parallel.world_size > 1:
@@ -160,8 +165,6 @@ def run_job(spec: JobSpec) -> dict | None:
             result["status"] = "ok"
         except Exception as exc:  # every failure becomes a result row with its class and message
             if (stopped := stopped_within(exc)) is not None:  # no row: a resumed sweep measures it
-                if private:
-                    shutil.rmtree(cache, ignore_errors=True)
                 raise KeyboardInterrupt(stopped) from exc
             result["status"] = classify(exc)
             result["error"] = f"{type(exc).__name__}: {exc}".strip()[:2000]
@@ -170,8 +173,6 @@ def run_job(spec: JobSpec) -> dict | None:
             if ctx is not None:
                 result.update(ctx.result)
             write_rank_error(spec.job_dir, rank, result["status"], result["error"])
-    if private:
-        shutil.rmtree(cache, ignore_errors=True)
     if trace_dir is not None and rank == 0:
         result["trace_dir"] = str(trace_dir)
         index = tlparse_report(trace_dir, spec.job_dir / "tlparse")

@@ -36,7 +36,10 @@ def test_drift_after_step_one_is_flagged_though_parity_passes(tmp_path, compile_
     r = measure(tmp_path, compile_cache, *USER, "workload.target=user_models:DriftsWhenCompiled",
                 "bench.convergence_steps=20")  # fmt: skip
     assert r["status"] == "ok" and r["parity_ok"], "exactly eager at the start: one-step parity passes"
-    assert r["conv_eager_loss"][0] == r["conv_compiled_loss"][0]
+    e0, c0 = r["conv_eager_loss"][0], r["conv_compiled_loss"][0]
+    # Same math, other kernels: the first losses agree to rounding (not bitwise: on an AMD EPYC
+    # inductor's fp32 reductions differ from eager's in the 8th digit).
+    assert abs(e0 - c0) <= 1e-5 * abs(e0), (e0, c0)
     assert r["conv_ok"] is False
     assert r["conv_divergence"] > 100 * r["conv_limit"] > 100 * r["conv_baseline_divergence"]
     assert any(x.startswith("convergence drift") for x in risks(pd.Series(r), r))

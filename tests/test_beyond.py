@@ -11,9 +11,10 @@ import torch
 from conftest import FAST, by_label
 
 from orchestrator.__main__ import main
+from orchestrator.config.plan import build_plan
 from orchestrator.job.energy import EnergyMeter
+from orchestrator.job.result import Energy
 from orchestrator.job.worker import run_job
-from orchestrator.plan import build_plan
 
 AOTI_FAST = "+compile.options.aot_inductor.compile_wrapper_opt_level=O0"  # C++ wrapper built faster
 
@@ -152,7 +153,7 @@ def test_aoti_package_that_cannot_load_is_a_compile_error_with_its_reason(tmp_pa
     (here a file that is not one) ends the job as a compile error naming the package and why."""
     from types import SimpleNamespace
 
-    from orchestrator.failures import CompileError
+    from orchestrator.core.failures import CompileError
     from orchestrator.job.aoti import PACKAGE_FILE, cold_start
 
     package = tmp_path / PACKAGE_FILE
@@ -224,9 +225,9 @@ def test_energy_accounting_with_a_fake_counter():
         with meter.side(side, steps=2):
             pass
     out = meter.summary(compile_energy_j=30.0)
-    assert out["eager_j_per_step"] == (6 + 6) / 4 and out["compiled_j_per_step"] == (4 + 4) / 4
-    assert out["energy_ratio"] == 2 / 3
-    assert out["energy_break_even_steps"] == 30.0 / (3 - 2)
-    assert EnergyMeter(lambda: 0.0).summary(None)["energy_break_even_steps"] is None
+    assert out.eager_j_per_step == (6 + 6) / 4 and out.compiled_j_per_step == (4 + 4) / 4
+    assert out.energy_ratio == 2 / 3
+    assert out.energy_break_even_steps == 30.0 / (3 - 2)
+    assert EnergyMeter(lambda: 0.0).summary(None).energy_break_even_steps is None
     absent = EnergyMeter(None, "energy: not measured (nvidia-ml-py is not installed)").summary(5.0)
-    assert absent == {"energy_note": "energy: not measured (nvidia-ml-py is not installed)"}
+    assert absent == Energy(energy_note="energy: not measured (nvidia-ml-py is not installed)")

@@ -10,7 +10,7 @@ from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
-from orchestrator.plan import CONF_DIR, compose_config
+from orchestrator.config.compose import CONF_DIR, compose_config
 
 OVERRIDES = ["+sweep=modes", "workload.size=small", "bench.dtype=bf16", "bench.repeats=7"]
 

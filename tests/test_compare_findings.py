@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from orchestrator.compare import compare_tables
-from orchestrator.config import CompareConfig
+from orchestrator.analysis.compare import compare_tables
+from orchestrator.config.schema import CompareConfig
 
 
 def table(**overrides) -> pd.DataFrame:

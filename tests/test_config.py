@@ -6,15 +6,16 @@ import pytest
 from conftest import TESTS, run_cli
 
 from orchestrator.__main__ import main
-from orchestrator.config import COMPILE_MODES
-from orchestrator.plan import build_plan, compose_config
+from orchestrator.config.compose import compose_config
+from orchestrator.config.plan import build_plan
+from orchestrator.config.schema import COMPILE_MODES
 
 # (overrides, fragment of the one-line error). At least ten kinds of bad input.
 BAD_INPUTS = [
     (["compile.mode=fast"], "compile.mode='fast' is not valid; choose one of: " + ", ".join(COMPILE_MODES)),
     (["compile.foo=1"], "unknown key compile.foo; valid keys of compile: mode, dynamic"),
     (["foo=1"], "unknown key foo; valid keys of the config: workload, compile"),
-    (["workload=resnet"], "workload=resnet is not an option of workload; choose one of: block, gpt, module"),
+    (["workload=resnet"], "workload=resnet is not an option of workload; choose one of: block, gpt, hf, module, timm"),
     (["+sweep=nope"], "sweep=nope is not an option of sweep; choose one of: dynamic, modes, parallel"),
     (["bench.repeats=abc"], "bench.repeats: Value 'abc' of type 'str' could not be converted to Integer"),
     (["bench.repeats=0"], "bench.repeats=0 is not valid; it must be >= 2"),
@@ -45,7 +46,7 @@ BAD_INPUTS = [
             f"workload.path={TESTS}",
             "workload.inputs=[[0,4]]",
         ],
-        "workload.inputs: shape [0, 4] is not valid",
+        "workload.inputs[0]: shape [0, 4] is not valid",
     ),
     (
         ["compile.backend=nosuch"],

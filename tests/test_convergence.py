@@ -5,11 +5,13 @@ one-step parity passes."""
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 from conftest import FAST, TESTS
 
+from orchestrator.analysis.verdict import risks
+from orchestrator.config.plan import build_plan
+from orchestrator.core.failures import ConfigError
 from orchestrator.job.worker import run_job
-from orchestrator.plan import build_plan
-from orchestrator.verdict import risks
 
 USER = ["workload=module", f"workload.path={TESTS}", "workload.inputs=[[8,32]]"]
 
@@ -42,11 +44,9 @@ def test_drift_after_step_one_is_flagged_though_parity_passes(tmp_path, compile_
     assert abs(e0 - c0) <= 1e-5 * abs(e0), (e0, c0)
     assert r["conv_ok"] is False
     assert r["conv_divergence"] > 100 * r["conv_limit"] > 100 * r["conv_baseline_divergence"]
-    assert any(x.startswith("convergence drift") for x in risks(pd.Series(r), r))
+    assert any(x.startswith("convergence drift") for x in risks(pd.Series(r)))
 
 
-def test_inference_skips_the_check_and_says_why(tmp_path, compile_cache):
-    r = measure(tmp_path, compile_cache, "workload=block", "bench.task=infer", "compile.mode=eager",
-                "bench.convergence_steps=5")  # fmt: skip
-    assert r["status"] == "ok"
-    assert "conv_steps" not in r and "bench.task=train" in r["conv_note"]
+def test_inference_is_refused_up_front_naming_the_key(tmp_path):
+    with pytest.raises(ConfigError, match=r"bench.convergence_steps=5 trains the model.*task=infer"):
+        build_plan([*FAST, "workload=block", "bench.task=infer", "bench.convergence_steps=5"], cwd=tmp_path)

@@ -66,7 +66,7 @@ def test_fsdp_compiles_each_block_then_shards_it_then_the_root(tmp_path):
     import torch.distributed as dist
     from torch.distributed.fsdp import FSDPModule
 
-    from orchestrator.config import CompileConfig, WorkloadConfig
+    from orchestrator.config.schema import CompileConfig, WorkloadConfig
     from orchestrator.job.parallelize import prepare
     from workloads import build_module
 

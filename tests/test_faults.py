@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -145,7 +146,7 @@ def test_sigkill_orchestrator_then_resume(tmp_path, fast):
 
 
 def test_half_written_result_is_never_read(tmp_path):
-    from orchestrator.results import read_result, write_json_atomic
+    from orchestrator.core.files import read_result, write_json_atomic
 
     job = tmp_path / "jobs" / "abc"
     job.mkdir(parents=True)
@@ -180,7 +181,8 @@ def test_ctrl_c_cancels_running_jobs_and_keeps_finished(tmp_path, fast):
             except ProcessLookupError:
                 alive = False
             assert not alive, "the cancelled job's process is gone"
-    assert not (sweep_dir / "orchestrator.lock").exists()
+    with (sweep_dir / "orchestrator.lock").open() as lock:  # the file stays; its lock is released
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 def test_concurrent_sweeps_in_different_dirs_and_one_lock_per_dir(tmp_path, fast):
@@ -237,7 +239,7 @@ def test_a_sweep_with_no_timings_still_ends_with_table_and_dashboard(tmp_path, f
 
 
 def test_compare_of_sweeps_with_no_job_in_common_is_an_error(tmp_path):
-    from orchestrator.results import write_json_atomic
+    from orchestrator.core.files import write_json_atomic
 
     for name, job_id in (("base", "aaaaaaaaaaaa"), ("cand", "bbbbbbbbbbbb")):
         write_json_atomic(

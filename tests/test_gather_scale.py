@@ -8,7 +8,7 @@ import sys
 import pandas as pd
 from conftest import ROOT
 
-from orchestrator.results import add_scaling, gather, write_table
+from orchestrator.results.table import add_scaling, gather, write_table
 
 sys.path.insert(0, str(ROOT / "benchmarks" / "scale"))
 from make_results import make_results  # noqa: E402

@@ -12,7 +12,7 @@ import torch
 from rich.console import Console
 
 from orchestrator.job import isolation
-from orchestrator.results import print_table
+from orchestrator.results.text import print_table
 
 
 @pytest.fixture
@@ -26,12 +26,12 @@ def one_core():
 
 def test_cpu_snapshot_compares_the_real_load_with_the_bound_cores(one_core):
     snap = isolation.snapshot(torch.device("cpu"), {os.getpid()})
-    assert snap["iso_cores"] == 1, "the cores this job may use, not the machine's"
-    load = snap["iso_load_1m"]
+    assert snap.iso_cores == 1, "the cores this job may use, not the machine's"
+    load = snap.iso_load_1m
     assert abs(load - os.getloadavg()[0]) < 1.0
     busy = load > 1
-    assert snap["iso_ok"] is (not busy)
-    assert snap["iso_note"] == (f"host busy: load {load:.2f} on 1 cores" if busy else None)
+    assert snap.iso_ok is (not busy)
+    assert snap.iso_note == (f"host busy: load {load:.2f} on 1 cores" if busy else None)
 
 
 def test_cuda_without_nvml_says_isolation_was_not_checked():
@@ -39,8 +39,8 @@ def test_cuda_without_nvml_says_isolation_was_not_checked():
     if importlib.util.find_spec("pynvml") is not None:
         pytest.skip("pynvml is installed here")
     snap = isolation.snapshot(torch.device("cuda", 0), {os.getpid()})
-    assert snap["iso_ok"] is None and snap["iso_note"] == "NVML unavailable: isolation not checked"
-    assert snap["iso_cores"] >= 1
+    assert snap.iso_ok is None and snap.iso_note == "NVML unavailable: isolation not checked"
+    assert snap.iso_cores >= 1
 
 
 class FakeNVMLError(Exception):
@@ -78,27 +78,27 @@ def fake_nvml(procs: list[tuple[int, int | None]], reasons: int, power_mw: int |
 def test_alone_on_an_idle_gpu_is_clean():
     nvml = fake_nvml([(100, 2 * 2**30)], reasons=0x1 | 0x2)  # idle and applications clocks: benign
     snap = isolation.gpu_snapshot(nvml, "GPU-x", {100})
-    assert snap["iso_ok"] is True and snap["iso_note"] is None
-    assert snap["iso_foreign_processes"] == [] and snap["iso_throttle"] == []
-    assert (snap["iso_sm_clock_mhz"], snap["iso_max_sm_clock_mhz"]) == (1980, 1980)
-    assert (snap["iso_temperature_c"], snap["iso_power_w"]) == (41, 310.0)
+    assert snap.iso_ok is True and snap.iso_note is None
+    assert snap.iso_foreign_processes == [] and snap.iso_throttle == []
+    assert (snap.iso_sm_clock_mhz, snap.iso_max_sm_clock_mhz) == (1980, 1980)
+    assert (snap.iso_temperature_c, snap.iso_power_w) == (41, 310.0)
 
 
 def test_a_foreign_process_and_thermal_throttling_are_flagged():
     nvml = fake_nvml([(100, 2**30), (200, 3 * 2**30), (300, None)], reasons=0x1 | 0x20 | 0x80, power_mw=None)
     snap = isolation.gpu_snapshot(nvml, "GPU-x", {100, 101})
-    assert snap["iso_foreign_processes"] == ["200:python200:3072", "300:python300:?"]
-    assert snap["iso_throttle"] == ["sw_thermal", "hw_power_brake"]
-    assert snap["iso_ok"] is False
-    assert snap["iso_note"] == "2 foreign processes on the GPU; throttled: sw_thermal, hw_power_brake"
-    assert snap["iso_power_w"] is None, "not supported: recorded as absent"
+    assert snap.iso_foreign_processes == ["200:python200:3072", "300:python300:?"]
+    assert snap.iso_throttle == ["sw_thermal", "hw_power_brake"]
+    assert snap.iso_ok is False
+    assert snap.iso_note == "2 foreign processes on the GPU; throttled: sw_thermal, hw_power_brake"
+    assert snap.iso_power_w is None, "not supported: recorded as absent"
 
 
 def test_pids_of_another_namespace_count_one_of_them_as_this_job():
     alone = isolation.gpu_snapshot(fake_nvml([(9001, 2**30)], 0), "GPU-x", {100})
-    assert alone["iso_ok"] is True, "the only process on the GPU is this job, seen from the host"
+    assert alone.iso_ok is True, "the only process on the GPU is this job, seen from the host"
     shared = isolation.gpu_snapshot(fake_nvml([(9001, 2**30), (9002, 2**30)], 0), "GPU-x", {100})
-    assert shared["iso_note"] == "1 foreign process on the GPU"
+    assert shared.iso_note == "1 foreign process on the GPU"
 
 
 def test_table_and_dashboard_flag_a_job_that_was_not_alone(tmp_path):

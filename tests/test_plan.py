@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import run_cli
 
-from orchestrator.plan import build_plan
+from orchestrator.config.plan import build_plan
 
 
 def test_preset_expands_to_its_axes(tmp_path):

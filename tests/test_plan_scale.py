@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
-from orchestrator import points
-from orchestrator.compose import checked_config, compose_config, to_job_config
-from orchestrator.config import ConfigError
-from orchestrator.plan import build_plan, expand, job_id_of
+from orchestrator.config import points
+from orchestrator.config.compose import compose_config
+from orchestrator.config.plan import build_plan, expand, job_id_of
+from orchestrator.config.spec import checked_config, to_job_config
+from orchestrator.core.failures import ConfigError
 
 # Group choices (parallel, workload, bench), plain keys with type conversion (lr int -> float, dynamic
 # null), a dict value (taken per point through Hydra) and a preset with its own axis.

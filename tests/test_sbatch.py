@@ -7,8 +7,8 @@ import pytest
 import torch
 from conftest import run_cli
 
-from orchestrator.launch import sbatch_script
-from orchestrator.plan import build_plan
+from orchestrator.config.plan import build_plan
+from orchestrator.launch.slurm import SlurmLauncher
 
 
 def test_multinode_gpu_sbatch_lines(tmp_path):
@@ -61,7 +61,7 @@ def test_multinode_gpu_sbatch_lines(tmp_path):
 def sbatch_lines(tmp_path, *overrides: str) -> list[str]:
     """The #SBATCH lines of a sweep's first job, as `--dry-run` prints them (the same function)."""
     plan = build_plan(["launcher=slurm", f"sweep.dir={tmp_path}", *overrides])
-    script = sbatch_script(plan.jobs[0], plan.base, plan.sweep_dir)
+    script = SlurmLauncher(plan.base, plan.sweep_dir).sbatch_script(plan.jobs[0])
     return [ln for ln in script.splitlines() if ln.startswith("#SBATCH")]
 
 

@@ -9,8 +9,8 @@ import itertools
 
 import pytest
 
-from orchestrator.config import LauncherConfig
-from orchestrator.slurm_arrays import _refused, max_array_size, plan_arrays
+from orchestrator.config.schema import LauncherConfig
+from orchestrator.launch.slurm_arrays import _refused, max_array_size, plan_arrays
 
 
 def peak_running(arrays) -> int:

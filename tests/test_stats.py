@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from orchestrator.stats import (
+from orchestrator.core.stats import (
     hierarchical_ci,
     median_ratio_ci,
     percentiles,

@@ -13,10 +13,11 @@ import shutil
 import pytest
 from conftest import results, run_cli
 
-from orchestrator.config import VerdictConfig
-from orchestrator.results import PLAN_FILE, RESULT_FILE, gather, write_json_atomic
-from orchestrator.suite import geomean_ci
-from orchestrator.verdict import compute, lines
+from orchestrator.analysis.verdict import compute, lines
+from orchestrator.config.schema import VerdictConfig
+from orchestrator.core.files import PLAN_FILE, RESULT_FILE, write_json_atomic
+from orchestrator.core.stats import geomean_ci
+from orchestrator.results.table import gather
 
 
 @pytest.fixture(scope="module")

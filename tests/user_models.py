@@ -193,3 +193,100 @@ def stopped_compiler_backend(gm: torch.fx.GraphModule, example_inputs: list) -> 
     stop = "import os, signal as s; s.signal(s.SIGINT, s.SIG_DFL); os.kill(os.getpid(), s.SIGINT)"
     subprocess.run([sys.executable, "-c", stop], check=True)
     return gm
+
+
+def make_mlp(dim: int = 32, hidden: int = 64) -> nn.Module:
+    """A factory, not a class: `workload.target` may name either."""
+    return MLP(dim, hidden)
+
+
+class KeywordNet(nn.Module):
+    """Named inputs and a dict output with its own loss, as a Hugging Face model takes and returns
+    them: forward(input_ids, attention_mask=None, labels=None). It refuses a mask that is not 0/1 (a
+    "mask" of random ids is not one) and trains on its `loss` entry."""
+
+    def __init__(self, vocab: int = 100, dim: int = 32) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, input_ids, attention_mask=None, labels=None):  # noqa: ANN001, ANN201
+        if attention_mask is None or not bool(((attention_mask == 0) | (attention_mask == 1)).all()):
+            raise ValueError("attention_mask must be given, of 0s and 1s")
+        h = self.embed(input_ids) * attention_mask.unsqueeze(-1)
+        logits = self.head(h)
+        out = {"logits": logits}
+        if labels is not None:
+            out["loss"] = nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten())
+        return out
+
+
+class ScalarOut(MLP):
+    """Returns a scalar loss itself: used as it is, never squared."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x).mean() + 7.0
+
+
+class RunningMean(MLP):
+    """Updates a buffer in forward (a running mean of its inputs), in training and in eval alike."""
+
+    def __init__(self, dim: int = 32, hidden: int = 64) -> None:
+        super().__init__(dim, hidden)
+        self.register_buffer("mean", torch.zeros(dim))
+        self.register_buffer("calls", torch.zeros((), dtype=torch.long))
+
+    def update(self, x: torch.Tensor, momentum: float) -> None:
+        with torch.no_grad():
+            self.mean.mul_(1 - momentum).add_(x.detach().mean(0) * momentum)
+            self.calls.add_(1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.update(x, 0.1)
+        return self.net(x - self.mean)
+
+
+class RunningMeanMiscompiled(RunningMean):
+    """A planted miscompile of the buffer update alone: compiled, the running mean moves twice as fast.
+    The output is the same on both sides (it does not read the updated buffer), so only the buffer
+    comparison can see it."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.net(x)
+        self.update(x, 0.2 if torch.compiler.is_compiling() else 0.1)
+        return y
+
+
+class TrainingModeOnly(MLP):
+    """Fails when it runs in training mode: inference must have put it in eval mode."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.training:
+            raise RuntimeError("forward ran in training mode")
+        return self.net(x)
+
+
+class PlantedFlopFailure(MLP):
+    """Calls an op whose FLOP formula raises, as FlopCounterMode's attention formula does on
+    grouped-query attention on CUDA (torch 2.11): a stand-in for that failure, which the CPU's
+    attention ops do not reach. The op itself computes fine, eager and compiled."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.orchestrator_test.planted(self.net(x))
+
+
+if not hasattr(torch.ops.orchestrator_test, "planted"):  # once per process, however often imported
+
+    @torch.library.custom_op("orchestrator_test::planted", mutates_args=())
+    def _planted(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @_planted.register_fake
+    def _(x: torch.Tensor) -> torch.Tensor:
+        return torch.empty_like(x)
+
+    from torch.utils.flop_counter import register_flop_formula
+
+    @register_flop_formula(torch.ops.orchestrator_test.planted)
+    def _planted_flops(*args: object, **kwargs: object) -> int:
+        raise AssertionError("sdpa_flop_count: query/key/value shapes are incompatible (planted)")

@@ -6,7 +6,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from orchestrator.config import WorkloadConfig
+from orchestrator.config.schema import WorkloadConfig
+from workloads.inputs import TaskLoss
+from workloads.workload import Workload
 
 # name -> (batch, rows per sample, features in, features out)
 PRESETS: dict[str, tuple[int, int, int, int]] = {
@@ -28,15 +30,12 @@ class SeedBlock(nn.Module):
 
 
 def build(cfg: WorkloadConfig, task: str, device: torch.device):
-    from workloads import ScalarLoss, Workload, check_size
-
-    check_size("block", cfg.size)
     batch, rows, d_in, d_out = PRESETS[cfg.size]
     batch = cfg.batch_size or batch
     rows = cfg.seq_len or rows
     with device:  # initialised where it runs
         inner = SeedBlock(d_in, d_out)
-    model = ScalarLoss(inner) if task == "train" else inner
+    model = TaskLoss(inner) if task == "train" else inner
 
     def make_inputs(seq_len: int | None = None) -> tuple[torch.Tensor, ...]:
         return (torch.randn(batch, seq_len or rows, d_in, device=device),)

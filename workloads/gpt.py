@@ -9,7 +9,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from orchestrator.config import WorkloadConfig
+from orchestrator.config.schema import WorkloadConfig
+from workloads.blocks import find_blocks
+from workloads.workload import Workload
 
 
 @dataclass(frozen=True)
@@ -102,10 +104,7 @@ class GPT(nn.Module):
 
 
 def build(cfg: WorkloadConfig, task: str, device: torch.device):
-    from workloads import Workload, check_size
-
-    check_size("gpt", cfg.size)
-    size = PRESETS[cfg.size]
+    size = PRESETS[cfg.size]  # known: check_workload ran before anything
     batch = cfg.batch_size or size.batch_size
     seq = cfg.seq_len or size.seq_len
     with device:  # initialised where it runs: a CPU init of billions of weights takes minutes
@@ -117,8 +116,9 @@ def build(cfg: WorkloadConfig, task: str, device: torch.device):
         inputs, targets = idx[:, :-1].contiguous(), idx[:, 1:].contiguous()
         return (inputs, targets) if task == "train" else (inputs,)
 
-    blocks = [(model.blocks, str(i), b) for i, b in enumerate(model.blocks)]
-    return Workload(model, make_inputs, batch, seq, blocks, phrase_stream(size.vocab, batch, seq, device))
+    blocks, where = find_blocks(model, "blocks")
+    stream = phrase_stream(size.vocab, batch, seq, device)
+    return Workload(model, make_inputs, batch, seq, blocks, stream, blocks_where=where)
 
 
 PHRASE_LEN = 8  # tokens per phrase of the synthetic corpus

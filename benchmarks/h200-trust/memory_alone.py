@@ -15,7 +15,7 @@ import json
 
 import torch
 
-from orchestrator.config import WorkloadConfig
+from orchestrator.config.schema import WorkloadConfig
 from workloads import build_workload
 
 

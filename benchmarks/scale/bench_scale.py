@@ -28,7 +28,7 @@ from make_results import make_results, sweep_args  # noqa: E402
 GATHER = """
 import sys, time
 from pathlib import Path
-from orchestrator.results import gather, write_table
+from orchestrator.results.table import gather, write_table
 d = Path(sys.argv[1]); t = time.perf_counter(); df = gather(d); t1 = time.perf_counter()
 write_table(d, df); t2 = time.perf_counter()
 print(len(df), t1 - t, t2 - t1)

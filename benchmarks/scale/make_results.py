@@ -11,9 +11,10 @@ import json
 import random
 from pathlib import Path
 
+from orchestrator.config.plan import build_plan
+from orchestrator.core.files import PLAN_FILE
+from orchestrator.job.result import flat
 from orchestrator.job.skeleton import result_skeleton
-from orchestrator.plan import build_plan
-from orchestrator.results import PLAN_FILE
 
 TEMPLATE = Path(__file__).with_name("template_result.json")
 SCALED = ("eager_ms", "compiled_ms", "compile_s", "first_call_s", "wall_s")
@@ -44,7 +45,7 @@ def make_results(n: int, sweep_dir: Path) -> list[str]:
     (sweep_dir / PLAN_FILE).write_text(json.dumps({"name": plan.name, "jobs": jobs}))
     for job in plan.jobs:
         result = dict(template)
-        result.update(result_skeleton(job))
+        result.update(flat(result_skeleton(job).identity))
         result.update({k: template[k] * rng.uniform(0.8, 1.2) for k in SCALED})
         result["speedup"] = result["eager_ms"] / result["compiled_ms"]
         result["status"] = "ok" if rng.random() > 0.02 else "crash"

@@ -1,15 +1,27 @@
 """Inside a job: the worker (set up, measure, write one result) and the protocol's phases.
 
-supervisor   the submitit callable: runs the worker in a child, records how a silent death ended
-worker       device, process group, caches, the result file, wandb
-skeleton     the fields every result row has, whatever happened
-protocol     the order of the phases (DESIGN.md section 3), nothing else
-context      what the phases share: config, workload, device, ranks, one step of each kind, timing
-graphs       dynamo's explain (breaks, reasons) and the first compiled call (compile cost, graphs)
-parity       compiled against eager (and fp64) outputs and gradients
-speed        FLOPs, warm-up, interleaved timed repetitions, speedup and its CI, throughput, MFU
-memory       peak CUDA memory per side
-shapes       the dynamic-shape schedule: recompiles and their cost
-parallelize  compile and wrap for none / DDP / FSDP2
-environment  versions, device, host, git revision, peak FLOP/s
+supervisor    the submitit callable: runs the worker in a child, records how a silent death ended
+worker        device, process group, caches, the result file, wandb
+result        the typed result: one dataclass per phase, composed into JobResult
+skeleton      the result every job has from its start: who it is, where its logs are
+protocol      the order of the phases (docs/architecture.md), nothing else
+context       what the phases share: config, workload, device, ranks, one step of each kind, timing
+graphs        dynamo's explain (breaks, reasons) and the first compiled call (compile cost, graphs)
+compile_cost  where a compile's seconds went; the job's compile settings and caches in scope
+compile_probe the warm and portable compiles, each in a fresh process
+parity        compiled against eager (and fp64) outputs and gradients
+speed         FLOPs, warm-up, interleaved timed repetitions, speedup and its CI, throughput, MFU
+isolation     was the job alone on its device and host
+energy        joules per step from NVML
+memory        peak CUDA memory per side, in place (distributed jobs)
+processes     the fresh processes: more paired repetitions, each side alone (memory, sides apart)
+side_process  one of those fresh processes; fresh: how any of them is started and read
+profile       the untimed profiler pass and the roofline
+shapes        the dynamic-shape schedule: recompiles and their cost
+convergence   eager, compiled and a batch-reversed eager copy over N steps
+aoti          export and AOTInductor packages (compile.path=aoti)
+parallelize   compile and wrap for none / DDP / FSDP2; scope: what is compiled
+inductor_options  compile.options checked and patched
+device, peaks, environment  the device a job runs on, its peaks, what it was measured on
+tracking      wandb runs (a job's, and the sweep's table)
 """

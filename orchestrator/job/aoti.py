@@ -20,10 +20,12 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from orchestrator.failures import CompileError
+from orchestrator.core.failures import CompileError
 from orchestrator.job import energy
 from orchestrator.job.context import JobContext, autocast, first_line, synchronize
 from orchestrator.job.fresh import run_module
+from orchestrator.job.result import Aoti, CompileCost
+from workloads.inputs import call, map_inputs
 
 PACKAGE_FILE = "model.pt2"
 INPUTS_FILE = "aoti_inputs.pt"
@@ -36,9 +38,9 @@ class Autocast(nn.Module):
         super().__init__()
         self.inner, self.device, self.dtype = inner, device, dtype
 
-    def forward(self, *inputs: torch.Tensor) -> object:
+    def forward(self, *args: torch.Tensor, **kwargs: torch.Tensor) -> object:
         with autocast(self.device, self.dtype):
-            return self.inner(*inputs)
+            return self.inner(*args, **kwargs)
 
 
 class Package(nn.Module):
@@ -48,8 +50,8 @@ class Package(nn.Module):
         super().__init__()
         self.runner = runner
 
-    def forward(self, *inputs: torch.Tensor) -> object:
-        return self.runner(*inputs)  # type: ignore[operator]
+    def forward(self, *args: torch.Tensor, **kwargs: torch.Tensor) -> object:
+        return self.runner(*args, **kwargs)  # type: ignore[operator]
 
 
 def _load(path: Path, device: torch.device) -> object:
@@ -76,7 +78,7 @@ def load(job_dir: Path, device: torch.device) -> nn.Module:
     return Package(_load(job_dir / PACKAGE_FILE, device))
 
 
-def build(ctx: JobContext) -> tuple[nn.Module, dict]:
+def build(ctx: JobContext) -> tuple[nn.Module, Aoti, CompileCost]:
     """Export, package, cold-load in a fresh process, load here: the compiled side and its figures."""
     assert ctx.job_dir is not None, "the package is kept in the job's directory"
     job_dir = ctx.job_dir
@@ -86,7 +88,9 @@ def build(ctx: JobContext) -> tuple[nn.Module, dict]:
     t0 = time.perf_counter()
     try:
         with torch.no_grad():
-            exported = torch.export.export(model, tuple(ctx.inputs))
+            inputs = ctx.inputs  # named inputs are exported as keywords
+            args, kwargs = ((), inputs) if isinstance(inputs, dict) else (tuple(inputs), None)
+            exported = torch.export.export(model, args, kwargs)
     except torch.OutOfMemoryError:
         raise
     except Exception as e:  # the model cannot be exported: a compile error whose message says export
@@ -108,29 +112,26 @@ def build(ctx: JobContext) -> tuple[nn.Module, dict]:
         raise CompileError(f"aoti package: {type(e).__name__}: {first_line(e)}") from e
     package_s = time.perf_counter() - t0
     # Kept in the result even when the load below fails: how long export and packaging took.
-    package_mb = path.stat().st_size / 2**20
-    ctx.result.update(aoti_export_s=export_s, aoti_package_s=package_s, aoti_package_mb=package_mb)
+    figures = Aoti(export_s, package_s, path.stat().st_size / 2**20, str(path))
+    ctx.result.aoti = figures
     cold = cold_start(path, ctx, job_dir)
     t0 = time.perf_counter()
     runner = _load(path, ctx.device)
-    load_s = time.perf_counter() - t0
-    figures = {
-        "aoti_export_s": export_s,
-        "aoti_package_s": package_s,
-        "aoti_load_s": cold["load_s"],
-        "aoti_cold_start_s": cold["load_s"] + cold["first_call_s"],
-        "aoti_load_warm_s": load_s,
-        "aoti_package_mb": package_mb,
-        "aoti_package": str(path),
-        "compile_energy_j": read_j() - j0 if read_j and j0 is not None else None,
-    }
-    return Package(runner), figures
+    figures.aoti_load_warm_s = time.perf_counter() - t0
+    figures.aoti_load_s = cold["load_s"]
+    figures.aoti_cold_start_s = cold["load_s"] + cold["first_call_s"]
+    cost = CompileCost(
+        compile_s=export_s + package_s + cold["load_s"],  # what a server pays before its first call
+        graphs=1,
+        compile_energy_j=read_j() - j0 if read_j and j0 is not None else None,
+    )
+    return Package(runner), figures, cost
 
 
 def cold_start(path: Path, ctx: JobContext, job_dir: Path) -> dict:
     """Load the package and call it once in a fresh process; a crash there is a compile error."""
     inputs = job_dir / INPUTS_FILE
-    torch.save(tuple(t.cpu() for t in ctx.inputs), inputs)
+    torch.save(map_inputs(ctx.inputs, lambda t: t.cpu()), inputs)
     request = {"package": str(path), "device": str(ctx.device), "inputs": str(inputs)}
     try:
         got, why = run_module(job_dir, ctx.cfg.bench.timeout_s, "orchestrator.job.aoti", "aoti-load", request)
@@ -146,14 +147,14 @@ def main(request_path: str) -> None:
     device = torch.device(req["device"])
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    inputs = tuple(t.to(device) for t in torch.load(req["inputs"]))
+    inputs = map_inputs(torch.load(req["inputs"]), lambda t: t.to(device))
     t0 = time.perf_counter()
     runner = _load(Path(req["package"]), device)
     synchronize(device)
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     with torch.no_grad():
-        runner(*inputs)  # type: ignore[operator]
+        call(runner, inputs)  # type: ignore[arg-type]
     synchronize(device)
     Path(req["answer"]).write_text(json.dumps({"load_s": load_s, "first_call_s": time.perf_counter() - t0}))
 

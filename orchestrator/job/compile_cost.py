@@ -10,6 +10,7 @@ time of the call that compiled.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import tempfile
@@ -17,6 +18,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import torch
+import torch._dynamo
+import torch._inductor.config
+
+from orchestrator.config.schema import CompileConfig
+from orchestrator.core.env_scope import scoped_environ
+from orchestrator.job.inductor_options import flatten
+from orchestrator.job.result import CompileMetrics
 
 US = 1e-6
 ARTIFACTS_FILE = "compile_artifacts.bin"
@@ -24,27 +32,26 @@ ARTIFACTS_FILE = "compile_artifacts.bin"
 # `backward` phase is the AOT part of a backward graph compiled at its first call (its inductor and
 # code-generation seconds count in those phases).
 PHASES = ("dynamo", "aot_autograd", "inductor", "codegen", "backward")
+# Counts summed over frames: result field -> torch's compilation-metrics field.
+COUNTED = {
+    "fx_cache_hits": "inductor_fx_local_cache_hit_count",
+    "fx_cache_misses": "inductor_fx_local_cache_miss_count",
+    "aot_cache_hits": "aotautograd_local_cache_hit_count",
+    "aot_cache_misses": "aotautograd_local_cache_miss_count",
+    "guard_count": "guard_count",
+    "graph_ops": "graph_op_count",  # ops in the captured graphs: what the scope compiled
+}
 
 
 def _us(metric: object, name: str) -> float:
     return float(getattr(metric, name, None) or 0) * US
 
 
-def summarize(metrics: list) -> dict:
+def summarize(metrics: list) -> CompileMetrics:
     """Phases (s), cache hits and misses, guards and reasons, summed over compiled frames."""
     phases = dict.fromkeys(PHASES, 0.0)
-    out = {
-        "compile_frames": len(metrics),
-        "compile_kernel_s": 0.0,
-        "compile_autotune_s": 0.0,
-        "fx_cache_hits": 0,
-        "fx_cache_misses": 0,
-        "aot_cache_hits": 0,
-        "aot_cache_misses": 0,
-        "guard_count": 0,
-        "graph_ops": 0,
-    }
-    recompile_reasons, cudagraph_skips = [], []
+    out = CompileMetrics(compile_frames=len(metrics))
+    counts = dict.fromkeys(COUNTED, 0)
     for m in metrics:
         inductor = _us(m, "inductor_cumulative_compile_time_us")
         codegen = _us(m, "inductor_code_gen_cumulative_compile_time_us")
@@ -58,27 +65,18 @@ def summarize(metrics: list) -> dict:
             phases["aot_autograd"] += max(aot - inductor, 0.0)
         phases["inductor"] += max(inductor - codegen, 0.0)
         phases["codegen"] += codegen
-        out["compile_kernel_s"] += _us(m, "triton_compile_time_us")
-        out["compile_autotune_s"] += _us(m, "compile_time_autotune_time_us") + _us(
+        out.compile_kernel_s += _us(m, "triton_compile_time_us")
+        out.compile_autotune_s += _us(m, "compile_time_autotune_time_us") + _us(
             m, "runtime_triton_autotune_time_us"
         )
-        for key, field in (
-            ("fx_cache_hits", "inductor_fx_local_cache_hit_count"),
-            ("fx_cache_misses", "inductor_fx_local_cache_miss_count"),
-            ("aot_cache_hits", "aotautograd_local_cache_hit_count"),
-            ("aot_cache_misses", "aotautograd_local_cache_miss_count"),
-            ("guard_count", "guard_count"),
-            ("graph_ops", "graph_op_count"),  # ops in the captured graphs: what the scope compiled
-        ):
-            out[key] += int(getattr(m, field, None) or 0)
+        for key, name in COUNTED.items():
+            counts[key] += int(getattr(m, name, None) or 0)
         if getattr(m, "recompile_reason", None):
-            recompile_reasons.append(str(m.recompile_reason)[:300])
+            out.recompile_reasons.append(str(m.recompile_reason)[:300])
         if getattr(m, "cudagraph_skip_reason", None):
-            cudagraph_skips.append(str(m.cudagraph_skip_reason)[:300])
-    out.update({f"phase_{k}_s": v for k, v in phases.items()})
-    out["compile_cache_hits"] = out["fx_cache_hits"] + out["aot_cache_hits"]
-    out["recompile_reasons"] = recompile_reasons
-    out["cudagraph_skip_reasons"] = cudagraph_skips
+            out.cudagraph_skip_reasons.append(str(m.cudagraph_skip_reason)[:300])
+    out = dataclasses.replace(out, **counts, **{f"phase_{k}_s": v for k, v in phases.items()})
+    out.compile_cache_hits = out.fx_cache_hits + out.aot_cache_hits
     return out
 
 
@@ -148,8 +146,6 @@ def inductor_cache(path: Path) -> Iterator[Path]:
     compile time), with inductor's in-process caches cleared on the way in and out."""
     from torch._inductor.utils import clear_caches
 
-    from orchestrator.env_scope import scoped_environ
-
     clear_caches()
     try:
         with scoped_environ({"TORCHINDUCTOR_CACHE_DIR": str(path), "TRITON_CACHE_DIR": str(path / "triton")}):
@@ -159,18 +155,13 @@ def inductor_cache(path: Path) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def compile_settings(compile_cfg: dict, n_shapes: int, cache: Path) -> Iterator[None]:
+def compile_settings(compile_cfg: CompileConfig, n_shapes: int, cache: Path) -> Iterator[None]:
     """A job's compile settings in scope: its cache directory, freezing, `compile.options`, the
     recompile limit."""
-    import torch._dynamo
-    import torch._inductor.config
-
-    from orchestrator.job.inductor_options import flatten
-
     with (
         inductor_cache(cache),
-        torch._inductor.config.patch(freezing=bool(compile_cfg["freezing"])),
-        torch._inductor.config.patch(flatten(compile_cfg.get("options") or {})),
+        torch._inductor.config.patch(freezing=bool(compile_cfg.freezing)),
+        torch._inductor.config.patch(flatten(compile_cfg.options or {})),
         # A shape schedule must not hit the recompile limit, or the count would stop there.
         torch._dynamo.config.patch(recompile_limit=max(8, n_shapes + 4)),
     ):

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import torch
 
+from orchestrator.config.spec import JobSpec
+from orchestrator.core.user_code import user_code
 from orchestrator.job.compile_cost import (
     clear_compilation_metrics,
     compilation_metrics,
@@ -24,16 +26,7 @@ from orchestrator.job.compile_cost import (
 )
 from orchestrator.job.context import JobContext, synchronize
 from orchestrator.job.fresh import read_request, run_fresh, write_answer
-from orchestrator.spec import JobSpec
-
-# Probe figure -> the suffix of its result field, compile_<kind>_<suffix>.
-PROBE_KEYS = {
-    "compile_s": "s",
-    "load_s": "load_s",
-    "compile_cache_hits": "cache_hits",
-    "compile_frames": "frames",
-    "pid": "pid",
-}
+from orchestrator.job.result import Probe
 
 
 def probe(spec: JobSpec, device: torch.device, cache: Path, artifacts: Path | None) -> dict:
@@ -42,11 +35,9 @@ def probe(spec: JobSpec, device: torch.device, cache: Path, artifacts: Path | No
     from workloads import build_workload
 
     cfg = spec.cfg
-    if cfg.workload.path and cfg.workload.path not in sys.path:
-        sys.path.insert(0, cfg.workload.path)
     prime(device)
     out: dict = {"load_s": None}
-    with compile_settings(spec.config["compile"], len(cfg.workload.shapes), cache):
+    with user_code(cfg.workload.path), compile_settings(cfg.compile, len(cfg.workload.shapes), cache):
         if artifacts is not None:
             t0 = time.perf_counter()
             torch.compiler.load_cache_artifacts(artifacts.read_bytes())
@@ -61,19 +52,20 @@ def probe(spec: JobSpec, device: torch.device, cache: Path, artifacts: Path | No
         ctx.forward_backward(compiled, ctx.inputs)
         synchronize(device)
         first_s = time.perf_counter() - t0
-        out.update(summarize(compilation_metrics()))
+        metrics = summarize(compilation_metrics())
     out["compile_s"] = max(first_s - eager_s, 0.0) + (out["load_s"] or 0.0)
+    out["cache_hits"], out["frames"] = metrics.compile_cache_hits, metrics.compile_frames
     out["pid"] = os.getpid()
     return out
 
 
-def run_probe(spec: JobSpec, kind: str, device: torch.device, cache: Path, artifacts: Path | None) -> dict:
-    """Start one probe process and return its figures as `compile_<kind>_...` fields (or its error)."""
+def run_probe(spec: JobSpec, kind: str, device: torch.device, cache: Path, artifacts: Path | None) -> Probe:
+    """Start one probe process and return its figures (or its error)."""
     payload = {"device": str(device), "cache": str(cache), "artifacts": str(artifacts) if artifacts else None}
     got, error = run_fresh(spec, "orchestrator.job.compile_probe", f"probe-{kind}", payload)
     if got is None:
-        return {f"compile_{kind}_error": error}
-    return {f"compile_{kind}_{suffix}": got.get(key) for key, suffix in PROBE_KEYS.items()}
+        return Probe(error=error)
+    return Probe(got["compile_s"], got["load_s"], got["cache_hits"], got["frames"], got["pid"])
 
 
 def main(request_path: str) -> None:

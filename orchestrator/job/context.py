@@ -13,16 +13,23 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from orchestrator.config import CUDAGRAPH_MODES, Config
+from orchestrator.config.schema import CUDAGRAPH_MODES, Config
+from orchestrator.job.parallelize import compile_kwargs
+from orchestrator.job.result import JobResult
 from workloads import Workload
+from workloads.inputs import Inputs, call
 
 
 @dataclass
 class Side:
-    """One side of the comparison: a prepared model and its optimizer."""
+    """One side of the comparison: a prepared model, its optimizer, and how it steps it."""
 
     model: nn.Module
     optimizer: torch.optim.Optimizer | None = None
+    compiled: bool = False
+    """The compiled side (its optimizer step is compiled too under compile.optimizer=true)."""
+    optimizer_step: Callable[[], object] | None = None
+    """The optimizer's step as this side runs it: `optimizer.step`, or its torch.compile."""
 
 
 def autocast(device: torch.device, dtype: str) -> contextlib.AbstractContextManager:
@@ -75,7 +82,11 @@ class JobContext:
     """The job's directory: AOTInductor packages and profiler traces are kept there."""
     start_state: dict | None = None
     """The model's weights before the first step, on the CPU (the convergence check starts there)."""
-    result: dict = field(default_factory=dict)
+    start_buffers: dict | None = None
+    """The eager side's buffers before its compared first call: where both sides and the parity
+    reference start from (graphs.first_calls)."""
+    result: JobResult = field(default_factory=JobResult)
+    """The job's result, section by section as the phases return them."""
     timings: dict[str, list] = field(default_factory=dict)
     """Per repetition: `<side>_ms`, `process`; per step: `<side>_step_ms` (speed.measure_speed)."""
 
@@ -84,33 +95,38 @@ class JobContext:
         self.compiled_mode = self.cfg.compile.mode != "eager"
         self.inputs = self.wl.make_inputs(None)
 
+    @property
+    def random_ops(self) -> bool:
+        """Whether the model draws random numbers (dropout...): seen in its first eager step."""
+        return bool(self.result.model and self.result.model.random_ops)
+
     def amp(self) -> contextlib.AbstractContextManager:
         return autocast(self.device, self.cfg.bench.dtype)
 
     # --- one step of each kind -------------------------------------------------------------
-    def forward_backward(self, model: nn.Module, inputs: tuple) -> object:
+    def forward_backward(self, model: nn.Module, inputs: Inputs) -> object:
         """Forward (and backward for train): no optimizer step, so weights stay as they were."""
         self._mark_cudagraph_step()
         if self.train:
             with self.amp():
-                loss = model(*inputs)
+                loss = call(model, inputs)
             loss.backward()
             return loss.detach()
         with torch.no_grad(), self.amp():
-            return model(*inputs)
+            return call(model, inputs)
 
     def step(self, side: Side) -> None:
         self._mark_cudagraph_step()
         if not self.train:
             with torch.no_grad(), self.amp():
-                side.model(*self.inputs)
+                call(side.model, self.inputs)
             return
         assert side.optimizer is not None
         side.optimizer.zero_grad(set_to_none=True)
         with self.amp():
-            loss = side.model(*self.inputs)
+            loss = call(side.model, self.inputs)
         loss.backward()
-        side.optimizer.step()
+        (side.optimizer_step or side.optimizer.step)()
 
     def _mark_cudagraph_step(self) -> None:
         # CUDA-graph modes replay graphs; a new step must be marked before it may overwrite outputs.
@@ -118,17 +134,46 @@ class JobContext:
             torch.compiler.cudagraph_mark_step_begin()
 
     def optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
-        fused = self.device.type == "cuda" and self.cfg.parallel.strategy != "fsdp"
+        """AdamW: fused on CUDA; with compile.optimizer, foreach (what torch.compile fuses itself),
+        capturable on CUDA (its step can live in a CUDA graph), on both sides alike."""
+        cuda = self.device.type == "cuda"
+        if self.cfg.compile.optimizer:
+            return torch.optim.AdamW(model.parameters(), lr=self.cfg.bench.lr, foreach=True, capturable=cuda)
+        fused = cuda and self.cfg.parallel.strategy != "fsdp"
         return torch.optim.AdamW(model.parameters(), lr=self.cfg.bench.lr, fused=fused or None)
 
-    def end_first_call(self, side: Side) -> None:
+    def optimizer_text(self) -> str | None:
+        """Which optimizer step the training figures hold, in words."""
+        if not self.train:
+            return None
+        if self.cfg.compile.optimizer and self.compiled_mode:
+            return "AdamW (foreach): eager on the eager side, compiled on the compiled side"
+        fused = (
+            self.device.type == "cuda"
+            and self.cfg.parallel.strategy != "fsdp"
+            and not self.cfg.compile.optimizer
+        )
+        return f"AdamW ({'fused' if fused else 'foreach'}), eager on both sides (outside the compile)"
+
+    def end_first_call(self, side: Side) -> float:
         """After a side's first forward(+backward): its optimizer, stepped as a training loop steps
         after its first backward (CUDA graphs are then recorded with the optimizer state allocated),
-        and its gradients cleared."""
+        and its gradients cleared. Returns the seconds of that first step (a compiled one compiles)."""
+        seconds = 0.0
         if self.train:
-            side.optimizer = self.optimizer(side.model)
-            side.optimizer.step()
+            self.new_optimizer(side)
+            seconds = self.timed(side.optimizer_step)  # type: ignore[arg-type]
         side.model.zero_grad(set_to_none=True)
+        return seconds
+
+    def new_optimizer(self, side: Side) -> None:
+        """A fresh optimizer for the side's weights, and the step it runs (compiled, where asked)."""
+        side.optimizer = self.optimizer(side.model)
+        compile_step = side.compiled and self.cfg.compile.optimizer and self.compiled_mode
+        step = side.optimizer.step
+        side.optimizer_step = (
+            torch.compile(step, **compile_kwargs(self.cfg.compile)) if compile_step else step
+        )
 
     def timed(self, fn: Callable[[], object], repeat: int = 1) -> float:
         """Seconds per call: CUDA events on GPU, perf_counter on CPU."""

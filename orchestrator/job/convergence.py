@@ -24,8 +24,10 @@ from torch import nn
 from orchestrator.job.context import JobContext, Side
 from orchestrator.job.parallelize import prepare
 from orchestrator.job.parity import PARITY_TOL
+from orchestrator.job.result import Convergence
+from workloads.inputs import Inputs, call, map_inputs
 
-Stream = Callable[[int], tuple[torch.Tensor, ...]]
+Stream = Callable[[int], Inputs]
 
 
 def unwrap(model: nn.Module) -> nn.Module:
@@ -45,23 +47,23 @@ def data_stream(ctx: JobContext) -> Stream:
         return ctx.wl.stream
     seed = ctx.cfg.bench.seed
 
-    def stream(step: int) -> tuple[torch.Tensor, ...]:
+    def stream(step: int) -> Inputs:
         torch.manual_seed(seed * 1_000_003 + step + 1)
         return ctx.wl.make_inputs(None)
 
     return stream
 
 
-def train_step(ctx: JobContext, side: Side, inputs: tuple[torch.Tensor, ...]) -> float:
+def train_step(ctx: JobContext, side: Side, inputs: Inputs) -> float:
     """One optimizer step; its loss (read at once: a CUDA-graph output is overwritten next step)."""
     ctx._mark_cudagraph_step()
     assert side.optimizer is not None
     side.optimizer.zero_grad(set_to_none=True)
     with ctx.amp():
-        loss = side.model(*inputs)
+        loss = call(side.model, inputs)
     value = float(loss.detach())
     loss.backward()
-    side.optimizer.step()
+    side.optimizer_step()  # type: ignore[misc]
     return value
 
 
@@ -76,13 +78,10 @@ def max_rel_divergence(curve: list[float], ref: list[float]) -> float:
     return worst
 
 
-def run_convergence(ctx: JobContext, eager: Side, compiled: Side) -> None:
-    """Train the three sides `bench.convergence_steps` steps; record the curves and the check."""
-    cfg, r = ctx.cfg, ctx.result
-    if not ctx.train or cfg.parallel.strategy == "fsdp":
-        why = "bench.task=train" if not ctx.train else "parallel.strategy none or ddp"
-        r["conv_note"] = f"convergence check skipped: it needs {why}"
-        return
+def run_convergence(ctx: JobContext, eager: Side, compiled: Side) -> Convergence:
+    """Train the three sides `bench.convergence_steps` steps; the curves and the check. (The config
+    refuses it for inference and FSDP, before anything runs.)"""
+    cfg = ctx.cfg
     # A copy of the eager side's module (the workload's own may be in fp64 now: the parity reference).
     plain = dataclasses.replace(ctx.wl, model=unwrap(eager.model))
     reference = Side(prepare(plain, cfg.parallel.strategy, None, ctx.device, cfg.bench.dtype))
@@ -93,12 +92,12 @@ def run_convergence(ctx: JobContext, eager: Side, compiled: Side) -> None:
     sides = {"eager": eager, "compiled": compiled, "reference": reference}
     for side in sides.values():
         unwrap(side.model).load_state_dict(start)  # in place: the compiled graphs stay valid
-        side.optimizer = ctx.optimizer(side.model)
+        ctx.new_optimizer(side)
     stream = data_stream(ctx)
     curves: dict[str, list[float]] = {name: [] for name in sides}
     for step in range(cfg.bench.convergence_steps):
         inputs = stream(step)
-        reversed_batch = tuple(t.flip(0) for t in inputs)
+        reversed_batch = map_inputs(inputs, lambda t: t.flip(0))
         for name, side in sides.items():
             torch.manual_seed(cfg.bench.seed + step)  # random ops draw alike on every side
             curves[name].append(train_step(ctx, side, reversed_batch if name == "reference" else inputs))
@@ -107,7 +106,8 @@ def run_convergence(ctx: JobContext, eager: Side, compiled: Side) -> None:
     baseline = ctx.all_reduce_max(max_rel_divergence(b, e))
     # The parity rule (PyTorch's harness): within a multiple of eager's own noise, plus a floor.
     limit = cfg.bench.parity_multiplier * baseline + PARITY_TOL[cfg.bench.dtype] / 10
-    r.update(
+    note = "batch of 1: reversing it changes no reduction order; the floor alone is the limit"
+    return Convergence(
         conv_steps=len(e),
         conv_eager_loss=e,
         conv_compiled_loss=c,
@@ -119,6 +119,5 @@ def run_convergence(ctx: JobContext, eager: Side, compiled: Side) -> None:
         conv_final_diff=c[-1] - e[-1],
         conv_final_rel_diff=(c[-1] - e[-1]) / max(abs(e[-1]), 1e-12),
         conv_loss_drop=1 - e[-1] / e[0] if e[0] else None,
+        conv_note=note if ctx.wl.batch_size < 2 else None,
     )
-    if ctx.wl.batch_size < 2:
-        r["conv_note"] = "batch of 1: reversing it changes no reduction order; the floor alone is the limit"

@@ -16,6 +16,9 @@ from collections.abc import Callable, Iterator
 
 import torch
 
+from orchestrator.core.numbers import payback_steps
+from orchestrator.job.result import Energy
+
 Counter = Callable[[], float]  # cumulative joules
 
 
@@ -71,20 +74,16 @@ class EnergyMeter:
         self.joules[name] += self.read() - start
         self.steps[name] += steps
 
-    def summary(self, compile_energy_j: float | None) -> dict:
+    def summary(self, compile_energy_j: float | None) -> Energy:
         """Joules per step per side, their ratio, and compile energy over energy saved per step."""
         if self.read is None:
-            return {"energy_note": self.note}
+            return Energy(energy_note=self.note)
         per_step = {k: self.joules[k] / self.steps[k] if self.steps[k] else None for k in self.joules}
         e, c = per_step["eager"], per_step["compiled"]
         saved = e - c if e is not None and c is not None else None
-        return {
-            "eager_j_per_step": e,
-            "compiled_j_per_step": c,
-            "energy_ratio": c / e if e and c is not None else None,
-            "compile_energy_j": compile_energy_j,
-            "energy_break_even_steps": (
-                compile_energy_j / saved if compile_energy_j is not None and saved and saved > 0 else None
-            ),
-            "energy_note": None,
-        }
+        return Energy(
+            eager_j_per_step=e,
+            compiled_j_per_step=c,
+            energy_ratio=c / e if e and c is not None else None,
+            energy_break_even_steps=payback_steps(compile_energy_j, saved),
+        )

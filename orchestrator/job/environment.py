@@ -9,6 +9,8 @@ from pathlib import Path
 
 import torch
 
+from orchestrator.job.result import Environment
+
 
 def git_revision() -> str | None:
     try:
@@ -24,7 +26,7 @@ def git_revision() -> str | None:
     return out.stdout.strip() or None
 
 
-def describe(device: torch.device, world_size: int) -> dict:
+def describe(device: torch.device, world_size: int) -> Environment:
     try:
         import triton
 
@@ -32,14 +34,14 @@ def describe(device: torch.device, world_size: int) -> dict:
     except ImportError:
         triton_version = None
     cuda = device.type == "cuda"
-    return {
-        "env_torch": torch.__version__,
-        "env_triton": triton_version,
-        "env_cuda": torch.version.cuda if cuda else None,
-        "env_device": torch.cuda.get_device_name(device) if cuda else (platform.processor() or "cpu"),
-        "env_host": socket.gethostname(),
-        "env_python": platform.python_version(),
-        "env_world_size": world_size,
-        "env_git": git_revision(),
-        "env_cpu_threads": torch.get_num_threads(),
-    }
+    return Environment(
+        env_torch=torch.__version__,
+        env_triton=triton_version,
+        env_cuda=torch.version.cuda if cuda else None,
+        env_device=torch.cuda.get_device_name(device) if cuda else (platform.processor() or "cpu"),
+        env_host=socket.gethostname(),
+        env_python=platform.python_version(),
+        env_world_size=world_size,
+        env_git=git_revision(),
+        env_cpu_threads=torch.get_num_threads(),
+    )

@@ -14,9 +14,9 @@ import signal
 import subprocess
 from pathlib import Path
 
+from orchestrator.config.spec import JobSpec
 from orchestrator.job.compile_cost import fresh_dir
 from orchestrator.job.supervisor import PYTHON, STOP_SIGNALS, crash_line, die_with_parent, how_it_ended
-from orchestrator.spec import JobSpec
 
 
 def run_fresh(spec: JobSpec, module: str, kind: str, payload: dict) -> tuple[dict | None, str | None]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from orchestrator.config import ConfigError
+from orchestrator.core.failures import ConfigError
 
 
 def flatten(options: dict[str, Any], prefix: str = "") -> dict[str, Any]:

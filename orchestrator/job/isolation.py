@@ -8,10 +8,13 @@ a figure was measured next to a foreign process, throttled, or on a busy host; `
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from types import ModuleType
 
 import torch
+
+from orchestrator.job.result import Isolation
 
 # NVML's clock-event (throttle) reason bits, as nvml.h defines them (stable across driver versions;
 # nvidia-ml-py renamed the constants from ...ThrottleReason... to ...EventReason..., the bits stayed).
@@ -45,13 +48,13 @@ def host_load() -> dict:
     return {"iso_load_1m": round(os.getloadavg()[0], 2), "iso_cores": cores_available()}
 
 
-def cpu_snapshot() -> dict:
+def cpu_snapshot() -> Isolation:
     """CPU job: a load above the job's cores means other work shared those cores while it ran."""
     fields = host_load()
     load, cores = fields["iso_load_1m"], fields["iso_cores"]
     busy = load > cores
     note = f"host busy: load {load:.2f} on {cores} cores" if busy else None
-    return fields | {"iso_ok": not busy, "iso_note": note}
+    return Isolation(**fields, iso_ok=not busy, iso_note=note)
 
 
 def _read(nvml: ModuleType, fn: str, *args: object) -> object:
@@ -79,7 +82,7 @@ def _throttle_reasons(nvml: ModuleType, handle: object) -> list[str]:
     return [name for bit, name in THROTTLE_REASONS.items() if int(mask) & bit]
 
 
-def gpu_snapshot(nvml: ModuleType, uuid: str, own_pids: set[int]) -> dict:
+def gpu_snapshot(nvml: ModuleType, uuid: str, own_pids: set[int]) -> Isolation:
     """The NVML readings of the GPU with this UUID ("GPU-..." or "MIG-...")."""
     handle = nvml.nvmlDeviceGetHandleByUUID(uuid)
     procs = _read(nvml, "nvmlDeviceGetComputeRunningProcesses", handle) or []
@@ -101,16 +104,16 @@ def gpu_snapshot(nvml: ModuleType, uuid: str, own_pids: set[int]) -> dict:
     slowed = [t for t in throttle if t != "sw_power_cap"]  # the cap: listed, not flagged (above)
     if slowed:
         notes.append(f"throttled: {', '.join(slowed)}")
-    return {
-        "iso_foreign_processes": listed,
-        "iso_sm_clock_mhz": _read(nvml, "nvmlDeviceGetClockInfo", handle, nvml.NVML_CLOCK_SM),
-        "iso_max_sm_clock_mhz": _read(nvml, "nvmlDeviceGetMaxClockInfo", handle, nvml.NVML_CLOCK_SM),
-        "iso_throttle": throttle,
-        "iso_temperature_c": _read(nvml, "nvmlDeviceGetTemperature", handle, nvml.NVML_TEMPERATURE_GPU),
-        "iso_power_w": power_mw / 1000 if isinstance(power_mw, int | float) else None,
-        "iso_ok": not notes,
-        "iso_note": "; ".join(notes) or None,
-    }
+    return Isolation(
+        iso_foreign_processes=listed,
+        iso_sm_clock_mhz=_read(nvml, "nvmlDeviceGetClockInfo", handle, nvml.NVML_CLOCK_SM),
+        iso_max_sm_clock_mhz=_read(nvml, "nvmlDeviceGetMaxClockInfo", handle, nvml.NVML_CLOCK_SM),
+        iso_throttle=throttle,
+        iso_temperature_c=_read(nvml, "nvmlDeviceGetTemperature", handle, nvml.NVML_TEMPERATURE_GPU),
+        iso_power_w=power_mw / 1000 if isinstance(power_mw, int | float) else None,
+        iso_ok=not notes,
+        iso_note="; ".join(notes) or None,
+    )
 
 
 def _load_nvml() -> ModuleType | None:
@@ -125,19 +128,19 @@ def _load_nvml() -> ModuleType | None:
     return pynvml
 
 
-def snapshot(device: torch.device, own_pids: set[int]) -> dict:
-    """Result fields saying whether the job had its device to itself; `own_pids` are this job's
-    processes (every rank), which are not foreign."""
+def snapshot(device: torch.device, own_pids: set[int]) -> Isolation:
+    """Whether the job had its device to itself; `own_pids` are this job's processes (every rank),
+    which are not foreign."""
     if device.type != "cuda":
         return cpu_snapshot()
     nvml = _load_nvml()
     if nvml is None:
-        return host_load() | {"iso_ok": None, "iso_note": NVML_MISSING}
+        return Isolation(**host_load(), iso_ok=None, iso_note=NVML_MISSING)
     try:
         uuid = str(torch.cuda.get_device_properties(device).uuid)
         prefixed = uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
-        return host_load() | gpu_snapshot(nvml, prefixed, own_pids)
+        return dataclasses.replace(gpu_snapshot(nvml, prefixed, own_pids), **host_load())
     except nvml.NVMLError as e:
-        return host_load() | {"iso_ok": None, "iso_note": f"NVML failed: {e}; isolation not checked"}
+        return Isolation(**host_load(), iso_ok=None, iso_note=f"NVML failed: {e}; isolation not checked")
     finally:
         nvml.nvmlShutdown()

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from orchestrator.config import CUDAGRAPH_MODES
+from orchestrator.config.schema import CUDAGRAPH_MODES
 from orchestrator.job.context import JobContext, Side, synchronize
+from orchestrator.job.result import Memory
 
 GIB = 2**30
 
@@ -27,14 +28,14 @@ def state_bytes(side: Side) -> int:
     return total
 
 
-def measure_memory(ctx: JobContext, eager: Side, compiled: Side) -> None:
+def measure_memory(ctx: JobContext, eager: Side, compiled: Side) -> Memory:
     """Peak CUDA memory of a few steps of each side, as if that side were alone on the device.
 
     Both sides live on the device at once, so the peak is taken relative to the memory in use
     before the side's steps, plus the bytes the side itself keeps (weights, grads, optimizer).
     """
-    r = ctx.result
-    for name, side in (("eager", eager), ("compiled", compiled)):
+    out = Memory()
+    for side, into in ((eager, out.eager), (compiled, out.compiled)):
         synchronize(ctx.device)
         torch.cuda.reset_peak_memory_stats(ctx.device)
         before = torch.cuda.memory_allocated(ctx.device)
@@ -42,10 +43,11 @@ def measure_memory(ctx: JobContext, eager: Side, compiled: Side) -> None:
             ctx.step(side)
         synchronize(ctx.device)
         peak = torch.cuda.max_memory_allocated(ctx.device) - before + state_bytes(side)
-        r[f"{name}_peak_gib"] = ctx.all_reduce_max(peak / GIB)
-        r[f"{name}_reserved_gib"] = ctx.all_reduce_max(torch.cuda.max_memory_reserved(ctx.device) / GIB)
-    r["memory_ratio"] = r["compiled_peak_gib"] / r["eager_peak_gib"] if r["eager_peak_gib"] else None
+        into.peak_gib = ctx.all_reduce_max(peak / GIB)
+        into.reserved_gib = ctx.all_reduce_max(torch.cuda.max_memory_reserved(ctx.device) / GIB)
+    out.memory_ratio = out.compiled.peak_gib / out.eager.peak_gib if out.eager.peak_gib else None
     if ctx.cfg.compile.mode in CUDAGRAPH_MODES:
-        r["memory_note"] = (
+        out.memory_note = (
             "CUDA graph pool allocated at capture, before this phase: compiled peak leaves it out"
         )
+    return out

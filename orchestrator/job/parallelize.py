@@ -16,7 +16,9 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from orchestrator.config import CompileConfig
+from orchestrator.config.schema import CompileConfig
+from orchestrator.core.user_code import import_target
+from orchestrator.job.scope import compile_scoped, copied_blocks, set_child
 from workloads import Workload
 
 
@@ -24,9 +26,7 @@ def compile_kwargs(cfg: CompileConfig) -> dict:
     """Keyword arguments of torch.compile for this config."""
     backend: object = cfg.backend
     if ":" in cfg.backend:  # the user's own backend, pkg.mod:fn
-        from workloads import import_target
-
-        backend = import_target(cfg.backend)
+        backend = import_target(cfg.backend, "compile.backend")
     kwargs: dict = {"backend": backend, "dynamic": cfg.dynamic, "fullgraph": cfg.fullgraph}
     if cfg.mode != "default":
         kwargs["mode"] = cfg.mode
@@ -115,8 +115,6 @@ def prepare(
     if strategy == "fsdp":
         return _fsdp(model, workload, kwargs, dtype)
     if kwargs is not None:
-        from orchestrator.job.scope import compile_scoped
-
         model = compile_scoped(model, workload, kwargs, str(compile_cfg.scope))  # type: ignore[union-attr]
     if strategy == "ddp":
         from torch.nn.parallel import DistributedDataParallel as DDP
@@ -127,25 +125,23 @@ def prepare(
 
 
 def _fsdp(model: nn.Module, workload: Workload, kwargs: dict | None, dtype: str) -> nn.Module:
+    """Each repeated block compiled (where asked) and sharded on its own, then the root sharded.
+    A model without repeated blocks is refused: sharding only the root is not FSDP2's per-block
+    protocol, and its figures would not say so."""
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
+    blocks = list(copied_blocks(model, workload))  # the copy's blocks, by their paths in the original
+    if not blocks:
+        raise ValueError(
+            "parallel.strategy=fsdp shards each repeated block: none found in the model "
+            "(a ModuleList or Sequential of one class); name them with workload.blocks=PATH"
+        )
     param_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(dtype)
     mp = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32)
-    # The deep copy has its own blocks: find them by their paths in the original.
-    paths = {id(b): n for n, b in workload.model.named_modules()}
-    for _, _, orig_block in workload.blocks:
-        path = paths[id(orig_block)]
-        parent_path, _, attr = path.rpartition(".")
-        parent = model.get_submodule(parent_path) if parent_path else model
-        block = getattr(parent, attr) if not attr.isdigit() else parent[int(attr)]
+    for parent, attr, block in blocks:
         if kwargs is not None:
             block = torch.compile(block, **kwargs)
-            if attr.isdigit():
-                parent[int(attr)] = block
-            else:
-                setattr(parent, attr, block)
+            set_child(parent, attr, block)
         fully_shard(block, mp_policy=mp)
-    if kwargs is not None and not workload.blocks:  # no repeated blocks: compile the whole model
-        model = torch.compile(model, **kwargs)
     fully_shard(model, mp_policy=mp)
     return model

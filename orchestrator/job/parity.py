@@ -11,9 +11,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from orchestrator.core.stats import rel_error
 from orchestrator.job.context import JobContext, Side
 from orchestrator.job.parallelize import full_tensor, prepare
-from orchestrator.stats import rel_error
+from orchestrator.job.result import Parity
+from workloads.inputs import call, map_inputs
 
 # Parity tolerance on the relative error norm, per compute dtype.
 PARITY_TOL = {"fp32": 1e-4, "bf16": 3e-2, "fp16": 5e-3}
@@ -45,34 +47,71 @@ def gradients(model: nn.Module) -> dict[str, torch.Tensor]:
     return grads
 
 
-def _reference(ctx: JobContext, use_fp64: bool) -> tuple[list[torch.Tensor], dict[str, torch.Tensor]]:
-    """Outputs (or loss) and gradients of the unwrapped single-process model, in fp64 if asked: a
-    copy, freed on return (the eager side is the workload's own model and must stay as it is)."""
+def buffers(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Every buffer by name (running statistics, step counters, caches), as the model holds it now."""
+    return {_param_name(name): b for name, b in model.named_buffers()}
+
+
+def snapshot_buffers(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: b.detach().clone() for name, b in buffers(model).items()}
+
+
+@torch.no_grad()
+def load_buffers(model: nn.Module, saved: dict[str, torch.Tensor]) -> None:
+    """Put saved buffers back (a warm-up call must not leave one side a step ahead of the other)."""
+    for name, b in buffers(model).items():
+        if name in saved:
+            b.copy_(saved[name])
+
+
+def _buffer_error(bufs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor]) -> float | None:
+    """Relative error of the floating buffers against the reference's; an integer buffer (a step
+    counter) that differs at all is an infinite error. None for a model without buffers."""
+    if not ref:
+        return None
+    for name, r in ref.items():
+        if not r.is_floating_point() and not torch.equal(bufs[name].cpu(), r.cpu()):
+            return math.inf
+    floats = [n for n in sorted(ref) if ref[n].is_floating_point()]
+    return rel_error([bufs[n] for n in floats], [ref[n] for n in floats]) if floats else 0.0
+
+
+Reference = tuple[list[torch.Tensor], dict[str, torch.Tensor], dict[str, torch.Tensor]]
+
+
+def _reference(ctx: JobContext, use_fp64: bool) -> Reference:
+    """Outputs (or loss), gradients and buffers of the unwrapped single-process model after one call
+    from the sides' common start, in fp64 if asked: a copy, freed on return (the eager side is the
+    workload's own model and must stay as it is)."""
     ref_model, ref_inputs = copy.deepcopy(ctx.wl.model), ctx.inputs
     ref_model.zero_grad(set_to_none=True)
+    load_buffers(ref_model, ctx.start_buffers or {})  # where the compared calls started
     if use_fp64:
         ref_model = ref_model.double()
-        ref_inputs = tuple(t.double() if t.is_floating_point() else t for t in ctx.inputs)
+        ref_inputs = map_inputs(ctx.inputs, lambda t: t.double() if t.is_floating_point() else t)
     with contextlib.ExitStack() as stack:
         if not use_fp64:
             stack.enter_context(ctx.amp())
         if ctx.train:
-            loss = ref_model(*ref_inputs)
+            loss = call(ref_model, ref_inputs)
             loss.backward()
-            return [loss.detach()], gradients(ref_model)
+            return [loss.detach()], gradients(ref_model), buffers(ref_model)
         with torch.no_grad():
-            return flat_tensors(ref_model(*ref_inputs)), {}
+            return flat_tensors(call(ref_model, ref_inputs)), {}, buffers(ref_model)
 
 
-def _worst(*errors: float) -> float:
-    return max(errors, key=lambda x: (math.isnan(x), x))
+def _worst(*errors: float | None) -> float:
+    return max((e for e in errors if e is not None), key=lambda x: (math.isnan(x), x), default=0.0)
 
 
-def _errors(ctx: JobContext, eager: Side, compiled: Side, out: dict, ref_vals: list, ref_grads: dict) -> dict:
-    """Relative errors of the eager and compiled outputs (and gradients) against a reference."""
+def _errors(ctx: JobContext, eager: Side, compiled: Side, out: dict, ref: Reference) -> dict:
+    """Relative errors of the eager and compiled outputs, gradients and buffers against a reference."""
+    ref_vals, ref_grads, ref_bufs = ref
     errs = {
         "eager": rel_error(flat_tensors(out["eager"]), ref_vals),
         "compiled": rel_error(flat_tensors(out["compiled"]), ref_vals),
+        "eager_buf": _buffer_error(buffers(eager.model), ref_bufs),
+        "compiled_buf": _buffer_error(buffers(compiled.model), ref_bufs),
     }
     if ctx.train:
         e_grads, c_grads = gradients(eager.model), gradients(compiled.model)
@@ -83,50 +122,64 @@ def _errors(ctx: JobContext, eager: Side, compiled: Side, out: dict, ref_vals: l
     return errs
 
 
-def check_parity(ctx: JobContext, eager: Side, compiled: Side, out: dict, fp64: bool = True) -> bool:
+def check_parity(ctx: JobContext, eager: Side, compiled: Side, out: dict, fp64: bool = True) -> Parity:
     """Compiled against eager, the way PyTorch's accuracy checker judges it: it passes when it is
     within the dtype's tolerance of eager (normal reduction-order differences), or else when its
-    error against an fp64 reference is within a small multiple of eager's own error. NaN never
-    passes. Records the figures; returns whether it passed (the job keeps measuring either way)."""
-    cfg, r = ctx.cfg, ctx.result
+    error against an fp64 reference is within a small multiple of eager's own error. Outputs (or
+    the loss), gradients and buffers count alike; NaN never passes. Returns the figures (the job
+    keeps measuring either way)."""
+    cfg = ctx.cfg
     tol = PARITY_TOL[cfg.bench.dtype]
     eager_grads = gradients(eager.model) if ctx.train else {}
-    vs_eager = _errors(ctx, eager, compiled, out, flat_tensors(out["eager"]), eager_grads)
-    close = _worst(vs_eager["compiled"], vs_eager.get("compiled_grad", 0.0))
+    vs_eager = _errors(
+        ctx, eager, compiled, out, (flat_tensors(out["eager"]), eager_grads, buffers(eager.model))
+    )
+    close = _worst(vs_eager["compiled"], vs_eager.get("compiled_grad"), vs_eager["compiled_buf"])
     use_fp64 = fp64 and ctx.wl.n_params <= cfg.bench.fp64_max_params
     distributed = cfg.parallel.strategy != "none"
     errs = vs_eager
     if use_fp64 or distributed:  # against the unwrapped single-process model (fp64 where affordable)
-        errs = _errors(ctx, eager, compiled, out, *_reference(ctx, use_fp64))
-    err_c = _worst(errs["compiled"], errs.get("compiled_grad", 0.0))
-    err_e = _worst(errs["eager"], errs.get("eager_grad", 0.0))
+        errs = _errors(ctx, eager, compiled, out, _reference(ctx, use_fp64))
+    err_c = _worst(errs["compiled"], errs.get("compiled_grad"), errs["compiled_buf"])
+    err_e = _worst(errs["eager"], errs.get("eager_grad"), errs["eager_buf"])
     if use_fp64:
         limit = cfg.bench.parity_multiplier * err_e + tol / 10
     else:
         limit = tol
     close, err_c, limit = ctx.all_reduce_max(close), ctx.all_reduce_max(err_c), -ctx.all_reduce_max(-limit)
     passed = bool(close <= tol or err_c <= limit)  # NaN compares False: NaN never passes
-    r.update(
-        parity_reference="fp64" if use_fp64 else ("single_process" if distributed else "eager"),
+    reference = "fp64" if use_fp64 else ("single_process" if distributed else "eager")
+    worst_part = max(
+        (
+            ("outputs", errs["compiled"]),
+            ("gradients", errs.get("compiled_grad")),
+            ("buffers", errs["compiled_buf"]),
+        ),
+        key=lambda kv: -1.0 if kv[1] is None else (math.inf if math.isnan(kv[1]) else kv[1]),
+    )[0]
+    return Parity(
+        parity_reference=reference,
         parity_err=err_c,
         parity_vs_eager=close,
         parity_eager_err=err_e if use_fp64 else None,
         parity_out_err=errs["compiled"],
         parity_grad_err=errs.get("compiled_grad"),
+        parity_buffer_err=errs["compiled_buf"],
+        parity_buffers=len(buffers(compiled.model)),
         parity_limit=limit,
         parity_tol=tol,
         parity_rule="within tol of eager" if close <= tol else ("fp64 rule" if use_fp64 else "tol"),
         parity_ok=passed,
-    )
-    if not passed:
-        r["parity_error"] = (
-            f"compiled relative error {err_c:.3g} > limit {limit:.3g} ({r['parity_reference']}) "
+        parity_error=None
+        if passed
+        else (
+            f"compiled relative error {err_c:.3g} > limit {limit:.3g} ({reference}; worst: {worst_part}) "
             f"and {close:.3g} from eager > tol {tol:.3g}"
-        )
-    return passed
+        ),
+    )
 
 
-def check_random_parity(ctx: JobContext) -> bool:
+def check_random_parity(ctx: JobContext) -> Parity:
     """For a model with random ops (dropout...): eager kernels and inductor's must draw the same
     random numbers, so both run the same traced graph from the same seed: the reference through
     `aot_eager` (eager kernels), the checked copy through inductor with `fallback_random` (its random
@@ -135,7 +188,7 @@ def check_random_parity(ctx: JobContext) -> bool:
 
     import torch._inductor.config
 
-    from orchestrator.config import CompileMode
+    from orchestrator.config.schema import CompileMode
 
     cfg = ctx.cfg
     strategy, dtype = cfg.parallel.strategy, cfg.bench.dtype
@@ -147,21 +200,22 @@ def check_random_parity(ctx: JobContext) -> bool:
         out = {"eager": ctx.forward_backward(reference.model, ctx.inputs)}
         torch.manual_seed(cfg.bench.seed)
         out["compiled"] = ctx.forward_backward(checked.model, ctx.inputs)
-        passed = check_parity(ctx, reference, checked, out, fp64=False)
-    ctx.result["parity_rng"] = (
+        parity = check_parity(ctx, reference, checked, out, fp64=False)
+    parity.parity_rng = (
         "random ops: checked against the same graph on eager kernels (aot_eager), same seed, "
         "inductor's fallback_random"
     )
-    return passed
+    return parity
 
 
-def check_sampled_parity(ctx: JobContext, eager_file: Path, compiled_file: Path) -> bool:
+def check_sampled_parity(ctx: JobContext, eager_file: Path, compiled_file: Path) -> Parity:
     """Parity of sides that ran in separate processes: the same strided sample of each side's first
     outputs and gradients (side_process.sampled), against the dtype's tolerance; no fp64 reference."""
-    r, tol = ctx.result, PARITY_TOL[ctx.cfg.bench.dtype]
-    if r.get("random_ops"):
-        r.update(parity_ok=None, parity_rule="not checked: random ops draw differently in separate processes")
-        return True
+    tol = PARITY_TOL[ctx.cfg.bench.dtype]
+    if ctx.random_ops:
+        return Parity(
+            parity_ok=None, parity_rule="not checked: random ops draw differently in separate processes"
+        )
     e, c = torch.load(eager_file), torch.load(compiled_file)
     eager_file.unlink()
     compiled_file.unlink()
@@ -170,7 +224,7 @@ def check_sampled_parity(ctx: JobContext, eager_file: Path, compiled_file: Path)
     grad_err = rel_error([c["grads"][n] for n in names], [e["grads"][n] for n in names]) if names else None
     err = _worst(out_err, grad_err if grad_err is not None else 0.0)
     passed = bool(err <= tol)  # NaN compares False
-    r.update(
+    return Parity(
         parity_reference="eager (strided sample; sides in separate processes)",
         parity_err=err,
         parity_vs_eager=err,
@@ -180,7 +234,7 @@ def check_sampled_parity(ctx: JobContext, eager_file: Path, compiled_file: Path)
         parity_tol=tol,
         parity_rule="within tol of eager (sampled)",
         parity_ok=passed,
+        parity_error=None
+        if passed
+        else f"compiled relative error {err:.3g} from eager (sampled) > tol {tol:.3g}",
     )
-    if not passed:
-        r["parity_error"] = f"compiled relative error {err:.3g} from eager (sampled) > tol {tol:.3g}"
-    return passed

@@ -156,7 +156,7 @@ def cache_path(sweep_dir: Path, device: torch.device) -> Path:
 def node_peaks(device: torch.device, sweep_dir: Path) -> dict:
     """This node's measured peaks: read from the sweep's cache, or measured once and cached. A lock
     keeps jobs of one node from measuring at the same time (the second one reads the first's)."""
-    from orchestrator.results import write_json_atomic
+    from orchestrator.core.files import write_json_atomic
 
     path = cache_path(sweep_dir, device)
     path.parent.mkdir(parents=True, exist_ok=True)

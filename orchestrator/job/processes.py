@@ -9,15 +9,18 @@
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 import torch
 
-from orchestrator.failures import ParityError
+from orchestrator.config.spec import JobSpec
+from orchestrator.core.failures import ParityError
 from orchestrator.job import speed
 from orchestrator.job.context import JobContext
 from orchestrator.job.fresh import run_fresh
-from orchestrator.spec import JobSpec
+from orchestrator.job.parity import check_sampled_parity
+from orchestrator.job.result import CompileCost, Isolation, Memory
 
 MODULE = "orchestrator.job.side_process"
 
@@ -39,28 +42,29 @@ def _side(spec: JobSpec, device: torch.device, cache: Path, role: str, **payload
 
 def more_processes(spec: JobSpec, ctx: JobContext, cache: Path, processes: int) -> None:
     """Paired repetitions in `processes - 1` fresh processes (the job's cache: compiled warm)."""
+    r = ctx.result
     for p in range(1, processes):
         got, error = _side(spec, ctx.device, cache, "paired", process=p)
         if got is None:
-            ctx.result["processes_error"] = error
+            r.outcome.processes_error = error
             break
         for key, values in got["timings"].items():
             ctx.timings.setdefault(key, []).extend(values)
-        merge_isolation(ctx.result, got.get("isolation"))
-    speed.summarize(ctx)
+        r.isolation = flagged(r.isolation, Isolation(**got["isolation"]))
+    r.speed = speed.summarize(ctx)
 
 
-def merge_isolation(result: dict, other: dict | None) -> None:
+def flagged(mine: Isolation | None, other: Isolation) -> Isolation | None:
     """A process measured under foreign load or throttling flags the job (the first such note)."""
-    if other and other.get("iso_ok") is False and result.get("iso_ok") is not False:
-        result.update(other)
+    return other if other.iso_ok is False and (mine is None or mine.iso_ok is not False) else mine
 
 
 def sides_alone(spec: JobSpec, ctx: JobContext, cache: Path, full: bool, prime: bool = False) -> dict:
-    """Each side alone in its own process: memory fields (CUDA), and with `full` its timings and a
-    sampled output/gradient file for parity. Raises OutOfMemoryError when one side alone does not fit."""
-    r, answers = ctx.result, {}
-    for role in ("eager", "compiled"):
+    """Each side alone in its own process: its memory (CUDA) and step time, and with `full` its
+    timings and a sampled output/gradient file for parity. Sets the job's memory section; raises
+    OutOfMemoryError when one side alone does not fit."""
+    r, answers, memory = ctx.result, {}, Memory()
+    for role, into in (("eager", memory.eager), ("compiled", memory.compiled)):
         save = spec.job_dir / f"sample-{role}.pt" if full else None
         save_to = str(save) if save else None
         got, error = _side(spec, ctx.device, cache, role, full=full, save=save_to, prime=prime)
@@ -69,36 +73,37 @@ def sides_alone(spec: JobSpec, ctx: JobContext, cache: Path, full: bool, prime: 
                 raise torch.OutOfMemoryError(f"the {role} side alone does not fit on the device: {error}")
             raise RuntimeError(f"the {role} side alone failed: {error}")
         answers[role] = got
-        merge_isolation(r, got.get("isolation"))
-        if "peak_gib" in got:
-            r[f"{role}_peak_gib"], r[f"{role}_reserved_gib"] = got["peak_gib"], got["reserved_gib"]
-        r[f"{role}_alone_ms"] = sum(got["timings"][f"{role}_ms"]) / len(got["timings"][f"{role}_ms"])
-    if r.get("eager_peak_gib"):
-        r["memory_ratio"] = r["compiled_peak_gib"] / r["eager_peak_gib"]
-        r["memory_basis"] = "each side alone in a fresh process (everything it allocates)"
+        r.isolation = flagged(r.isolation, Isolation(**got["isolation"]))
+        into.peak_gib, into.reserved_gib = got.get("peak_gib"), got.get("reserved_gib")
+        into.alone_ms = statistics.mean(got["timings"][f"{role}_ms"])
+    if memory.eager.peak_gib:
+        memory.memory_ratio = memory.compiled.peak_gib / memory.eager.peak_gib  # type: ignore[operator]
+        memory.memory_basis = "each side alone in a fresh process (everything it allocates)"
+    r.memory = memory
     return answers
 
 
 def one_after_the_other(spec: JobSpec, ctx: JobContext, cache: Path, why: str | None) -> None:
     """Both sides measured apart (they do not fit together): timings, memory, sampled parity."""
-    from orchestrator.job.parity import check_sampled_parity
-
     r = ctx.result
     ctx.timings = {}
-    answers = sides_alone(spec, ctx, cache, full=True, prime=r.get("compile_s") is None)
+    compiled_here = r.compile is not None  # else the main process never got to compile
+    answers = sides_alone(spec, ctx, cache, full=True, prime=not compiled_here)
     for got in answers.values():
         for key, values in got["timings"].items():
             if key != "process":
                 ctx.timings[key] = values
-    r["interleaved"] = False
-    r["sides_note"] = "sides measured one after the other, each alone" + (
+    if not compiled_here:
+        first_s = answers["compiled"]["compiled_first_call_s"] - answers["eager"]["eager_first_call_s"]
+        r.compile = CompileCost(compile_s=max(first_s, 0.0) if ctx.compiled_mode else 0.0)
+    note = "sides measured one after the other, each alone" + (
         f" (together: {why.splitlines()[0][:160]})" if why else ""
     )
-    if r.get("compile_s") is None and ctx.compiled_mode:  # the main process never got to compile
-        first_s = answers["compiled"]["compiled_first_call_s"] - answers["eager"]["eager_first_call_s"]
-        r["compile_s"] = max(first_s, 0.0)
-    speed.summarize(ctx)
-    if ctx.cfg.bench.parity:
-        samples = (spec.job_dir / "sample-eager.pt", spec.job_dir / "sample-compiled.pt")
-        if not check_sampled_parity(ctx, *samples):
-            raise ParityError(r["parity_error"])  # after the timings: a parity failure keeps them
+    r.speed = speed.summarize(ctx, interleaved=False, sides_note=note)
+    samples = (spec.job_dir / "sample-eager.pt", spec.job_dir / "sample-compiled.pt")
+    if ctx.cfg.bench.parity and not (ctx.random_ops and r.parity):  # random ops: checked in-process
+        r.parity = check_sampled_parity(ctx, *samples)
+    for sample in samples:
+        sample.unlink(missing_ok=True)
+    if r.parity and r.parity.parity_ok is False:
+        raise ParityError(r.parity.parity_error)  # after the timings: a parity failure keeps them

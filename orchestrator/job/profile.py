@@ -23,8 +23,10 @@ from torch.utils._pytree import tree_leaves
 
 from orchestrator.job.context import JobContext, Side, synchronize
 from orchestrator.job.peaks import peak_bandwidth, peak_flops
+from orchestrator.job.result import Profile, SideProfile
 
 TOP = 5
+CPU_UNIT = "cpu ops (aten; compiled C++ kernels run inside their region)"
 MAX_STEPS = 5  # profiled steps per side: enough to average, a trace of a few MB
 # Inductor counts a graph's bytes only while this logger is enabled for INFO (compile_fx.py).
 _METRICS_LOG = "torch._inductor.compile_fx.__inductor_metrics"
@@ -81,7 +83,7 @@ def eager_bytes(ctx: JobContext, eager: Side) -> int:
     return counter.bytes
 
 
-def _profile_side(ctx: JobContext, side: Side, name: str, steps: int) -> dict:
+def _profile_side(ctx: JobContext, side: Side, name: str, steps: int) -> SideProfile:
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
@@ -117,45 +119,45 @@ def _profile_side(ctx: JobContext, side: Side, name: str, steps: int) -> dict:
         by_name[kname] = by_name.get(kname, 0.0) + us
     total = sum(by_name.values()) or 1.0
     top = sorted(by_name.items(), key=lambda kv: -kv[1])[:TOP]
-    return {
-        f"{name}_kernels_per_step": len(events) / steps,
-        f"{name}_busy_fraction": busy_fraction,
-        f"{name}_profile_step_ms": wall_us / steps / 1000,
-        f"{name}_top_kernels": [
+    return SideProfile(
+        kernels_per_step=len(events) / steps,
+        busy_fraction=busy_fraction,
+        profile_step_ms=wall_us / steps / 1000,
+        top_kernels=[
             {"name": k[:160], "ms_per_step": us / steps / 1000, "share": us / total} for k, us in top
         ],
-        f"{name}_profile_trace": str(trace),
-    }
+        profile_trace=str(trace),
+    )
 
 
-def profile_sides(ctx: JobContext, eager: Side, compiled: Side, compiled_bytes_per_step: int | None) -> dict:
-    """The profile pass and the roofline points, as result fields."""
+def profile_sides(
+    ctx: JobContext, eager: Side, compiled: Side, compiled_bytes_per_step: int | None
+) -> Profile:
+    """The profile pass and the roofline points."""
     cuda = ctx.device.type == "cuda"
-    r = ctx.result
     steps = min(max(2, ctx.cfg.bench.steps_per_repeat), MAX_STEPS)
-    out: dict = {
-        "profile_unit": "cuda kernels"
+    out = Profile(
+        profile_unit="cuda kernels"
         if cuda
         else "cpu ops (aten; compiled C++ kernels run inside their region)",
-        "profile_steps": steps,
-        "peak_bytes_per_s": peak_bandwidth(ctx.device, ctx.peaks)[0],
-        "peak_flops_per_s": peak_flops(ctx.device, ctx.cfg.bench.dtype, ctx.peaks)[0],
-    }
-    for name, side in (("eager", eager), ("compiled", compiled)):
-        out.update(_profile_side(ctx, side, name, steps))
-    flops = r.get("flops_per_step")
+        profile_steps=steps,
+        peak_bytes_per_s=peak_bandwidth(ctx.device, ctx.peaks)[0],
+        peak_flops_per_s=peak_flops(ctx.device, ctx.cfg.bench.dtype, ctx.peaks)[0],
+        eager=_profile_side(ctx, eager, "eager", steps),
+        compiled=_profile_side(ctx, compiled, "compiled", steps),
+    )
+    flops = ctx.result.model.flops_per_step if ctx.result.model else None
     moved = {"eager": eager_bytes(ctx, eager), "compiled": compiled_bytes_per_step}
     if not ctx.compiled_mode:  # the eager control: both sides are the eager model
         moved["compiled"] = moved["eager"]
     elif ctx.cfg.compile.scope != "model":  # one block graph serves every block; the rest is eager
         moved["compiled"] = None
-        out["roofline_note"] = (
-            "compiled bytes: per compiled graph, not per step, under compile.scope != model"
-        )
-    for name in ("eager", "compiled"):
-        ms = r.get(f"{name}_ms")
-        out[f"{name}_bytes_per_step"] = moved[name]
-        out[f"{name}_flops_per_s"] = flops / (ms / 1000) if flops and ms else None
-        out[f"{name}_bytes_per_s"] = moved[name] / (ms / 1000) if moved[name] and ms else None
-        out[f"{name}_intensity"] = flops / moved[name] if flops and moved[name] else None
+        out.roofline_note = "compiled bytes: per compiled graph, not per step, under compile.scope != model"
+    speed = ctx.result.speed
+    for name, side in (("eager", out.eager), ("compiled", out.compiled)):
+        ms = getattr(speed, name).ms if speed else None
+        side.bytes_per_step = moved[name]
+        side.flops_per_s = flops / (ms / 1000) if flops and ms else None
+        side.bytes_per_s = moved[name] / (ms / 1000) if moved[name] and ms else None
+        side.intensity = flops / moved[name] if flops and moved[name] else None
     return out

@@ -12,28 +12,36 @@ from __future__ import annotations
 
 import torch
 
-from orchestrator.config import CUDAGRAPH_MODES
-from orchestrator.failures import CompileError, ParityError
+from orchestrator.config.schema import CUDAGRAPH_MODES
+from orchestrator.core.failures import CompileError, ParityError
 from orchestrator.job import aoti, compile_cost, convergence, graphs, memory, parity, profile, shapes, speed
-from orchestrator.job.context import JobContext, Side
+from orchestrator.job.context import JobContext, Side, first_line
 from orchestrator.job.parallelize import prepare
+from orchestrator.job.result import JobResult, ModelFigures, Profile
 
 
 class SidesDoNotFit(torch.OutOfMemoryError):
     """The two sides together ran out of device memory (each alone may still fit: processes.py)."""
 
 
-def run_protocol(ctx: JobContext, together: bool = True) -> dict:
+def run_protocol(ctx: JobContext, together: bool = True) -> JobResult:
     """Fill `ctx.result` phase by phase; a phase that fails raises, leaving what was measured.
     With `together` False only the single-model phases run here (the sides run apart, processes.py)."""
     cfg, wl, r = ctx.cfg, ctx.wl, ctx.result
-    r.update(params=wl.n_params, batch_size=wl.batch_size, seq_len=wl.seq_len)
-    r["flops_per_step"] = speed.count_flops(ctx)
+    r.model = ModelFigures(
+        params=wl.n_params,
+        batch_size=wl.batch_size,
+        seq_len=wl.seq_len,
+        model_mode="train" if wl.model.training else "eval",
+        blocks=wl.blocks_where or None,
+        optimizer=ctx.optimizer_text(),
+    )
+    r.model.flops_per_step, r.model.flops_basis, r.model.random_ops = speed.count_flops(ctx)
     if ctx.compiled_mode and cfg.bench.explain:
-        r.update(graphs.explain(ctx))
-    if cfg.bench.parity and r.get("random_ops") and ctx.compiled_mode:
+        r.explain = graphs.explain(ctx)
+    if cfg.bench.parity and ctx.random_ops and ctx.compiled_mode:
         # Its own compiles (dynamo would reuse them for the timed side): checked first, then forgotten.
-        parity.check_random_parity(ctx)
+        r.parity = parity.check_random_parity(ctx)
         torch._dynamo.reset()
     if not together:
         return r
@@ -48,67 +56,71 @@ def run_protocol(ctx: JobContext, together: bool = True) -> dict:
         out_of_memory = f"{type(e).__name__}: {e}"
     if out_of_memory:  # raised here, after the handler, so that the sides' tensors are freed
         raise SidesDoNotFit(out_of_memory)
-    if r.get("parity_ok") is False:  # after the speed figures: a parity failure keeps its timings
-        raise ParityError(r["parity_error"])
+    if r.parity and r.parity.parity_ok is False:  # after the speed figures: a failure keeps its timings
+        raise ParityError(r.parity.parity_error)
     return r
 
 
 def _both_sides(ctx: JobContext) -> None:
     cfg, wl, r = ctx.cfg, ctx.wl, ctx.result
     strategy, dtype = cfg.parallel.strategy, cfg.bench.dtype
-    if cfg.bench.convergence_steps and ctx.train:  # the common start, on the CPU (no device copy)
+    if cfg.bench.convergence_steps:  # the common start, on the CPU (no device copy)
         ctx.start_state = {k: v.detach().to("cpu", copy=True) for k, v in wl.model.state_dict().items()}
     # Two models on the device, no more: eager is the workload's own (FSDP shards in place: a copy).
     eager = Side(prepare(wl, strategy, None, ctx.device, dtype, copy_model=strategy == "fsdp"))
-    aoti_figures = None
+    aoti_cost = None
     with profile.counting_compiled_bytes(cfg.bench.profile and ctx.compiled_mode):
         if cfg.compile.path == "aoti":  # export and package instead of torch.compile (job/aoti.py)
-            compiled_model, aoti_figures = aoti.build(ctx)
-            compiled = Side(compiled_model)
+            compiled_model, r.aoti, aoti_cost = aoti.build(ctx)
         else:
             compiled_model = prepare(
                 wl, strategy, cfg.compile if ctx.compiled_mode else None, ctx.device, dtype
             )
-            compiled = Side(compiled_model)
-        outputs = graphs.first_calls(ctx, eager, compiled)
+        compiled = Side(compiled_model, compiled=True)
+        outputs, r.compile = graphs.first_calls(ctx, eager, compiled)
     compiled_bytes = profile.compiled_bytes() if cfg.bench.profile else None
-    if aoti_figures is not None:
-        r.update(aoti_figures, graphs=1)
-        r["compile_s"] = r["aoti_export_s"] + r["aoti_package_s"] + r["aoti_load_s"]
+    if aoti_cost is not None:
+        r.compile = aoti_cost
     elif ctx.compiled_mode:
-        r.update(compile_cost.summarize(compile_cost.compilation_metrics()))
+        r.compile.metrics = compile_cost.summarize(compile_cost.compilation_metrics())
         if ctx.artifacts_dir is not None:
             saved = compile_cost.save_artifacts(ctx.artifacts_dir)
-            r["compile_artifacts_mb"] = saved.stat().st_size / 2**20 if saved else None
-    if cfg.bench.parity and not (r.get("random_ops") and ctx.compiled_mode):
-        parity.check_parity(ctx, eager, compiled, outputs)
+            r.compile.compile_artifacts_mb = saved.stat().st_size / 2**20 if saved else None
+    if cfg.bench.parity and not (ctx.random_ops and ctx.compiled_mode):
+        r.parity = parity.check_parity(ctx, eager, compiled, outputs)
     del outputs
     graphs.check_graph_captured(ctx)
-    for side in (eager, compiled):
-        ctx.end_first_call(side)
-    speed.measure_speed(ctx, {"eager": eager, "compiled": compiled})
-    r["interleaved"] = True
-    speed.summarize(ctx)
-    if cfg.bench.profile:  # untimed, after the timed phase (job/profile.py)
-        r.update(profile.profile_sides(ctx, eager, compiled, compiled_bytes))
+    eager_step_s = ctx.end_first_call(eager)
+    compiled_step_s = ctx.end_first_call(compiled)
+    if cfg.compile.optimizer and ctx.compiled_mode:  # its first compiled step compiled it
+        r.compile.compile_optimizer_s = max(compiled_step_s - eager_step_s, 0.0)
+        r.compile.compile_s = (r.compile.compile_s or 0.0) + r.compile.compile_optimizer_s
+    r.isolation, r.energy = speed.measure_speed(ctx, {"eager": eager, "compiled": compiled})
+    r.speed = speed.summarize(ctx)
+    if cfg.bench.profile:  # untimed, after the timed phase (job/profile.py); a failure is a note
+        try:
+            r.profile = profile.profile_sides(ctx, eager, compiled, compiled_bytes)
+        except Exception as e:  # noqa: BLE001 (an auxiliary figure never sinks the job)
+            r.profile = Profile(profile_note=f"profile failed: {type(e).__name__}: {first_line(e)}")
     if cfg.compile.mode in CUDAGRAPH_MODES:
         check_cudagraphs(ctx)
     if ctx.device.type == "cuda" and ctx.world > 1:  # one process: each side alone (processes.py)
-        memory.measure_memory(ctx, eager, compiled)
-        if aoti_figures is not None:  # its weights were allocated at load, before the measured steps
-            r["memory_note"] = "aoti: the package's own copy of the weights is not in the compiled peak"
+        r.memory = memory.measure_memory(ctx, eager, compiled)
     if cfg.workload.shapes:
-        shapes.run_shape_schedule(ctx, eager, compiled)
+        r.shapes = shapes.run_shape_schedule(ctx, eager, compiled)
     if cfg.bench.convergence_steps:
-        convergence.run_convergence(ctx, eager, compiled)
+        r.convergence = convergence.run_convergence(ctx, eager, compiled)
 
 
 def check_cudagraphs(ctx: JobContext) -> None:
     """A CUDA-graph mode that skipped its graphs says so (and fails, if the user asked for that)."""
     from torch._dynamo.utils import counters
 
-    r = ctx.result
-    r["cudagraph_skips"] = int(counters["inductor"]["cudagraph_skips"]) if ctx.device.type == "cuda" else None
-    if r["cudagraph_skips"] and ctx.cfg.compile.require_cudagraphs:
-        reasons = "; ".join(r.get("cudagraph_skip_reasons") or []) or "no reason recorded"
-        raise CompileError(f"CUDA graphs skipped ({r['cudagraph_skips']}x): {reasons}")
+    cost = ctx.result.compile
+    assert cost is not None, "after the first calls"
+    cost.cudagraph_skips = int(counters["inductor"]["cudagraph_skips"]) if ctx.device.type == "cuda" else None
+    if cost.cudagraph_skips and ctx.cfg.compile.require_cudagraphs:
+        reasons = (
+            "; ".join(cost.metrics.cudagraph_skip_reasons if cost.metrics else []) or "no reason recorded"
+        )
+        raise CompileError(f"CUDA graphs skipped ({cost.cudagraph_skips}x): {reasons}")

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
-from orchestrator.failures import CompileError
+from orchestrator.core.failures import CompileError
 from workloads import Workload
 
 SCOPES = ("model", "blocks", "regions")
@@ -34,7 +34,8 @@ def copied_blocks(model: nn.Module, workload: Workload) -> Iterator[tuple[nn.Mod
         yield parent, attr, parent.get_submodule(attr)
 
 
-def _set(parent: nn.Module, attr: str, module: nn.Module) -> None:
+def set_child(parent: nn.Module, attr: str, module: nn.Module) -> None:
+    """Replace a child (a list's item by its index) with `module`, its compiled form."""
     if attr.isdigit():
         parent[int(attr)] = module  # type: ignore[index]
     else:
@@ -48,12 +49,12 @@ def compile_scoped(model: nn.Module, workload: Workload, kwargs: dict, scope: st
     blocks = list(copied_blocks(model, workload))
     if not blocks:
         raise CompileError(
-            f"compile.scope={scope}: the workload has no repeated blocks (an nn.ModuleList); "
-            "use compile.scope=model"
+            f"compile.scope={scope}: the model has no repeated blocks (a ModuleList or Sequential of one "
+            "class); name them with workload.blocks=PATH, or use compile.scope=model"
         )
     if scope == "blocks":
         for parent, attr, block in blocks:
-            _set(parent, attr, torch.compile(block, **kwargs))
+            set_child(parent, attr, torch.compile(block, **kwargs))
         return model
     if not regions_supported():
         raise CompileError(

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from torch._dynamo.utils import counters
+
+from orchestrator.job.compile_cost import clear_compilation_metrics, compilation_metrics, summarize
 from orchestrator.job.context import JobContext, Side
+from orchestrator.job.result import Shapes
 
 
-def run_shape_schedule(ctx: JobContext, eager: Side, compiled: Side) -> None:
-    from torch._dynamo.utils import counters
-
-    from orchestrator.job.compile_cost import clear_compilation_metrics, compilation_metrics, summarize
-
-    r = ctx.result
+def run_shape_schedule(ctx: JobContext, eager: Side, compiled: Side) -> Shapes:
+    """Each length of `workload.shapes` in turn: a first and a second compiled call (a new graph's
+    compile is their difference), and an eager call."""
     clear_compilation_metrics()
     recompiles, recompile_s, eager_s, compiled_s = 0, 0.0, 0.0, 0.0
     for seq in ctx.cfg.workload.shapes:
@@ -28,13 +29,12 @@ def run_shape_schedule(ctx: JobContext, eager: Side, compiled: Side) -> None:
         for side in (eager, compiled):
             side.model.zero_grad(set_to_none=True)
     compiled_mode = ctx.compiled_mode
-    r["dyn_recompile_reasons"] = (
-        summarize(compilation_metrics())["recompile_reasons"] if compiled_mode else []
-    )
-    r.update(
+    first_compile_s = (ctx.result.compile.compile_s if ctx.result.compile else None) or 0.0
+    return Shapes(
         dyn_shapes=len(ctx.cfg.workload.shapes),
         dyn_recompiles=recompiles if compiled_mode else 0,
         dyn_compile_s=recompile_s if compiled_mode else 0.0,
-        dyn_total_compile_s=(r["compile_s"] + recompile_s) if compiled_mode else 0.0,
+        dyn_total_compile_s=(first_compile_s + recompile_s) if compiled_mode else 0.0,
         dyn_speedup=eager_s / compiled_s if compiled_s else None,
+        dyn_recompile_reasons=summarize(compilation_metrics()).recompile_reasons if compiled_mode else [],
     )

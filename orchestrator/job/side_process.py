@@ -17,12 +17,13 @@ from pathlib import Path
 
 import torch
 
+from orchestrator.config.spec import JobSpec
+from orchestrator.core.user_code import user_code
 from orchestrator.job.compile_cost import compile_settings, prime
 from orchestrator.job.context import JobContext, Side, synchronize
 from orchestrator.job.fresh import read_request, write_answer
 from orchestrator.job.memory import GIB
 from orchestrator.job.parity import flat_tensors, gradients
-from orchestrator.spec import JobSpec
 
 ROLES = ("paired", "eager", "compiled")
 SAMPLE_ELEMENTS = 4_000_000  # per side, for parity of sides run apart: a strided sample, same indices
@@ -52,14 +53,12 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
     cfg = spec.cfg
     if not req.get("full", True):  # memory only: a few steps are enough to reach the peak
         cfg = dataclasses.replace(cfg, bench=dataclasses.replace(cfg.bench, warmup=1, repeats=2))
-    if cfg.workload.path and cfg.workload.path not in sys.path:
-        sys.path.insert(0, cfg.workload.path)
     if req.get("prime"):
         prime(device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     out: dict = {"pid": os.getpid()}
-    with compile_settings(spec.config["compile"], len(cfg.workload.shapes), cache):
+    with user_code(cfg.workload.path), compile_settings(cfg.compile, len(cfg.workload.shapes), cache):
         wl = build_workload(cfg.workload, cfg.bench.task, device, cfg.bench.seed)
         ctx = JobContext(cfg, wl, device)
         sides = {}
@@ -73,7 +72,7 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
                 model = aoti.load(spec.job_dir, device)
             else:
                 model = prepare(wl, "none", compile_cfg, device, cfg.bench.dtype, copy_model=role == "paired")
-            sides["compiled"] = Side(model)
+            sides["compiled"] = Side(model, compiled=True)
         for name, side in sides.items():
             t0 = time.perf_counter()
             first = ctx.forward_backward(side.model, ctx.inputs)  # compiles (the job's cache) here
@@ -83,9 +82,9 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
                 save_sample(Path(req["save"]), side, first, ctx.train)
             del first  # not kept alive through the timed steps (it would add to their peak)
             ctx.end_first_call(side)
-        speed.measure_speed(ctx, sides, req.get("process", 0))
+        conditions, _ = speed.measure_speed(ctx, sides, req.get("process", 0))
         out["timings"] = ctx.timings
-        out["isolation"] = {k: v for k, v in ctx.result.items() if k.startswith("iso_")}
+        out["isolation"] = dataclasses.asdict(conditions)
     if device.type == "cuda":
         synchronize(device)
         out["peak_gib"] = torch.cuda.max_memory_allocated(device) / GIB

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 import submitit
 
-from orchestrator.spec import JobSpec
+from orchestrator.config.spec import JobSpec
+from orchestrator.job.result import FIELDS, Identity, JobResult, Outcome
 
 
 def log_paths() -> dict:
@@ -16,27 +19,22 @@ def log_paths() -> dict:
         return {}
 
 
-def result_skeleton(spec: JobSpec) -> dict:
-    c = spec.config
-    workload, parallel = c["workload"], c["parallel"]
-    return {
-        "job_id": spec.job_id,
-        "sweep": c["sweep"]["name"],
-        "label": spec.label,
-        "status": "crash",
-        "error": None,
-        "workload": workload["name"],
-        "size": workload["size"] if workload["name"] != "module" else workload["target"],
-        "task": c["bench"]["task"],
-        "dtype": c["bench"]["dtype"],
-        "mode": c["compile"]["mode"],
-        "dynamic": c["compile"]["dynamic"],
-        "fullgraph": c["compile"]["fullgraph"],
-        "backend": c["compile"]["backend"],
-        "cache": c["compile"]["cache"],
-        "scope": c["compile"].get("scope", "model"),
-        "strategy": parallel["strategy"],
-        "world_size": 1 if parallel["strategy"] == "none" else parallel["ranks_per_node"] * parallel["nodes"],
-        "axes": spec.axes,
-        "config": c,
-    }
+def result_skeleton(spec: JobSpec) -> JobResult:
+    """A result that knows who the job is and where its logs are, and says `crash` until measured."""
+    cfg = spec.cfg
+    identity = Identity(
+        job_id=spec.job_id, sweep=cfg.sweep.name, label=spec.label, axes=spec.axes, config=spec.config
+    )
+    for rf in FIELDS.values():  # each setting from the config key it comes from
+        if rf.source:
+            section, key = rf.source.split(".")
+            setattr(identity, rf.key, _plain(getattr(getattr(cfg, section), key)))
+    if cfg.workload.name == "module":
+        identity.size = cfg.workload.target  # a user's model is named by its class
+    identity.world_size = cfg.parallel.world_size
+    return JobResult(identity=identity, outcome=Outcome(**log_paths()))
+
+
+def _plain(value: object) -> object:
+    """A config value as JSON has it (a choice's StrEnum member as its string)."""
+    return str(value) if isinstance(value, StrEnum) else value

@@ -22,9 +22,11 @@ from pathlib import Path
 import submitit
 from submitit.core.utils import UncompletedJobError
 
-from orchestrator.spec import JobSpec
+from orchestrator.config.spec import JobSpec
+from orchestrator.core.failures import write_rank_error
+from orchestrator.core.files import RESULT_FILE, write_json_atomic
+from orchestrator.job.skeleton import result_skeleton
 
-RESULT_FILE = "result.json"  # the same name as orchestrator.results.RESULT_FILE (pandas-free here)
 PR_SET_PDEATHSIG = 1
 # Signals of an outside stop; SIGUSR1/2 are submitit's time-limit and preemption notices.
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2}
@@ -164,8 +166,6 @@ def _written_by(path: Path, pid: int) -> bool:
 def _write_ended(spec: JobSpec, rank: int, returncode: int | None, line: str) -> dict | None:
     """The result of a child that ended without writing one (rank 0), or its rank's error: its exit
     code (`returncode`), or with None the time limit it hit (submitit gave up requeueing)."""
-    from orchestrator.failures import write_rank_error
-
     if returncode is None:
         status = "timeout"
         error = f"hit its time limit of {spec.cfg.bench.timeout_s:.0f} s per attempt ({line})"
@@ -176,12 +176,12 @@ def _write_ended(spec: JobSpec, rank: int, returncode: int | None, line: str) ->
     write_rank_error(spec.job_dir, rank, status, error)
     if rank != 0:
         return None
-    from orchestrator.job.skeleton import log_paths, result_skeleton
-    from orchestrator.results import write_json_atomic
 
-    result = result_skeleton(spec) | log_paths() | {"status": status, "error": error, "exit_code": returncode}
-    write_json_atomic(spec.job_dir / RESULT_FILE, result)
-    return result
+    result = result_skeleton(spec)
+    result.outcome.status, result.outcome.error, result.outcome.exit_code = status, error, returncode
+    row = result.to_dict()
+    write_json_atomic(spec.job_dir / RESULT_FILE, row)
+    return row
 
 
 class Worker(submitit.helpers.Checkpointable):

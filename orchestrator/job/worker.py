@@ -20,7 +20,12 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from orchestrator.failures import classify, first_rank_error, write_rank_error
+from orchestrator.config.spec import JobSpec
+from orchestrator.core.failures import classify, first_rank_error, write_rank_error
+from orchestrator.core.files import RESULT_FILE, write_json_atomic
+from orchestrator.core.numbers import payback_steps, saved_per_step_s
+from orchestrator.core.user_code import user_code
+from orchestrator.job import processes
 from orchestrator.job.compile_cost import (
     ARTIFACTS_FILE,
     compile_settings,
@@ -29,50 +34,58 @@ from orchestrator.job.compile_cost import (
     tlparse_report,
     torch_trace,
 )
+from orchestrator.job.compile_probe import run_probe
 from orchestrator.job.context import JobContext, first_line
 from orchestrator.job.device import check_device, job_device
+from orchestrator.job.environment import describe
 from orchestrator.job.fresh import stopped_within
-from orchestrator.job.skeleton import log_paths, result_skeleton
-from orchestrator.results import RESULT_FILE, write_json_atomic
-from orchestrator.spec import JobSpec
+from orchestrator.job.parallelize import (
+    init_distributed,
+    local_device,
+    ranks_per_gpu,
+    same_weights_on_every_rank,
+)
+from orchestrator.job.peaks import node_peaks
+from orchestrator.job.protocol import SidesDoNotFit, run_protocol
+from orchestrator.job.result import JobResult, Memory, Probes
+from orchestrator.job.skeleton import result_skeleton
+from orchestrator.job.tracking import log_job
+from workloads import build_workload
 
 RUNS_FILE = "runs.log"
 
 
 def job_cache(spec: JobSpec) -> Path:
     """The job's compile cache: its own empty one (`private`), or the sweep's `shared` one."""
-    cc = spec.config["compile"]
-    if cc["cache"] == "private":
+    cc = spec.cfg.compile
+    if cc.cache == "private":
         return fresh_dir(spec.job_dir, "inductor-")
-    cache = Path(cc["cache_dir"] or Path(spec.sweep_dir) / "cache" / "inductor")
+    cache = Path(cc.cache_dir or Path(spec.sweep_dir) / "cache" / "inductor")
     cache.mkdir(parents=True, exist_ok=True)
     return cache
 
 
-def compile_probes(spec: JobSpec, device: torch.device, cache: Path, result: dict) -> None:
-    """Warm and portable compile, each in a fresh process; break-even steps for cold and warm."""
-    from orchestrator.job.compile_probe import run_probe
-
+def compile_probes(spec: JobSpec, device: torch.device, cache: Path, result: JobResult) -> Probes:
+    """Warm and portable compile, each in a fresh process; the steps that pay the warm one back."""
     if device.type == "cuda":
         torch.cuda.empty_cache()  # the probe shares the device
-    result.update(run_probe(spec, "warm", device, cache, None))
+    probes = Probes(compile_warm=run_probe(spec, "warm", device, cache, None))
     artifacts = spec.job_dir / ARTIFACTS_FILE
     if artifacts.exists():
         empty = fresh_dir(spec.job_dir, "inductor-portable-")
-        result.update(run_probe(spec, "portable", device, empty, artifacts))
+        probes.compile_portable = run_probe(spec, "portable", device, empty, artifacts)
         shutil.rmtree(empty, ignore_errors=True)
         artifacts.unlink()
-    saved_s = (result["eager_ms"] - result["compiled_ms"]) / 1000
-    warm = result.get("compile_warm_s")
-    result["break_even_warm_steps"] = warm / saved_s if saved_s > 0 and warm is not None else None
+    speed = result.speed
+    if speed is not None:
+        saved = saved_per_step_s(speed.eager.ms, speed.speedup)
+        probes.break_even_warm_steps = payback_steps(probes.compile_warm.s, saved)
+    return probes
 
 
 def measure(spec: JobSpec, ctx: JobContext, cache: Path) -> None:
     """The protocol in this process, then the fresh processes (processes.py): more paired
     repetitions and each side alone; or, where the sides do not fit together, each side apart."""
-    from orchestrator.job import processes
-    from orchestrator.job.protocol import SidesDoNotFit, run_protocol
-
     single_gpu = ctx.world == 1 and ctx.device.type == "cuda"
     apart = ctx.cfg.bench.sides == "apart" and ctx.world == 1 and ctx.cfg.compile.path == "jit"
     why = None
@@ -95,7 +108,7 @@ def measure(spec: JobSpec, ctx: JobContext, cache: Path) -> None:
         try:
             processes.sides_alone(spec, ctx, cache, full=False)
         except (RuntimeError, torch.OutOfMemoryError) as e:  # the timings stand; memory is missing
-            ctx.result["memory_error"] = first_line(e)
+            ctx.result.memory = Memory(memory_error=first_line(e))
 
 
 def _log_run(spec: JobSpec, event: str) -> None:
@@ -106,21 +119,9 @@ def _log_run(spec: JobSpec, event: str) -> None:
 
 def run_job(spec: JobSpec) -> dict | None:
     """Measure one job; rank 0 writes `result.json` and returns it (other ranks return None)."""
-    from orchestrator.job.environment import describe
-    from orchestrator.job.parallelize import (
-        init_distributed,
-        local_device,
-        ranks_per_gpu,
-        same_weights_on_every_rank,
-    )
-    from orchestrator.job.peaks import node_peaks
-    from workloads import build_workload
-
     cfg = spec.cfg
-    if cfg.workload.path and cfg.workload.path not in sys.path:
-        sys.path.insert(0, cfg.workload.path)  # user code: workload.target and compile.backend
     spec.job_dir.mkdir(parents=True, exist_ok=True)
-    result = result_skeleton(spec) | log_paths()
+    result = result_skeleton(spec)
     _log_run(spec, "start")
     device = job_device(cfg.bench.device)
     rank, world = 0, 1
@@ -133,19 +134,19 @@ def run_job(spec: JobSpec) -> dict | None:
         compiled_mode and cfg.compile.probes and cfg.parallel.world_size == 1 and cfg.compile.path == "jit"
     )
     trace_dir = spec.job_dir / "trace" if cfg.compile.trace else None
+    outcome = result.outcome
     with ExitStack() as scope:
         if private:  # removed however the job ends, a stop included (callbacks run last)
             scope.callback(shutil.rmtree, cache, ignore_errors=True)
-        scope.enter_context(compile_settings(spec.config["compile"], len(cfg.workload.shapes), cache))
+        scope.enter_context(user_code(cfg.workload.path))  # workload.target, compile.backend
+        scope.enter_context(compile_settings(cfg.compile, len(cfg.workload.shapes), cache))
         scope.enter_context(torch_trace(trace_dir))
         try:
             check_device(cfg.bench.device, cfg.launcher.name)  # a GPU job never times the CPU
             if cfg.parallel.world_size > 1:
                 rank, world = init_distributed(device, cfg.bench.timeout_s, cfg.parallel.backend)
-                result.update(
-                    dist_backend=dist.get_backend(),
-                    ranks_per_gpu=ranks_per_gpu() if device.type == "cuda" else None,
-                )
+                outcome.dist_backend = dist.get_backend()
+                outcome.ranks_per_gpu = ranks_per_gpu() if device.type == "cuda" else None
             device = local_device(device)
             if private and compiled_mode:
                 prime(device)  # one-offs of this process and machine stay out of the cold figure
@@ -155,48 +156,47 @@ def run_job(spec: JobSpec) -> dict | None:
             if world > 1:
                 same_weights_on_every_rank(workload.model)
             artifacts = spec.job_dir if probes else None
-            ctx = JobContext(cfg, workload, device, rank, world, artifacts, measured, spec.job_dir)
+            ctx = JobContext(
+                cfg, workload, device, rank, world, artifacts, measured, spec.job_dir, result=result
+            )
             del workload
             measure(spec, ctx, cache)
-            result.update(ctx.result)
-            result["compile_cold_s"] = result["compile_s"] if private and compiled_mode else None
+            if private and compiled_mode and result.compile is not None:
+                result.compile.compile_cold_s = result.compile.compile_s
             if probes:
-                compile_probes(spec, device, cache, result)
-            result["status"] = "ok"
+                result.probes = compile_probes(spec, device, cache, result)
+            outcome.status = "ok"
         except Exception as exc:  # every failure becomes a result row with its class and message
             if (stopped := stopped_within(exc)) is not None:  # no row: a resumed sweep measures it
                 raise KeyboardInterrupt(stopped) from exc
-            result["status"] = classify(exc)
-            result["error"] = f"{type(exc).__name__}: {exc}".strip()[:2000]
-            if result["status"] == "timeout":
-                result["error"] = f"hit its time limit of {cfg.bench.timeout_s:.0f} s per attempt ({exc})"
-            if ctx is not None:
-                result.update(ctx.result)
-            write_rank_error(spec.job_dir, rank, result["status"], result["error"])
+            outcome.status = classify(exc)
+            outcome.error = f"{type(exc).__name__}: {exc}".strip()[:2000]
+            if outcome.status == "timeout":
+                outcome.error = f"hit its time limit of {cfg.bench.timeout_s:.0f} s per attempt ({exc})"
+            write_rank_error(spec.job_dir, rank, outcome.status, outcome.error)
     if trace_dir is not None and rank == 0:
-        result["trace_dir"] = str(trace_dir)
+        outcome.trace_dir = str(trace_dir)
         index = tlparse_report(trace_dir, spec.job_dir / "tlparse")
-        result["tlparse_index"] = str(index) if index else None
-    if result["status"] != "ok" and world > 1:
+        outcome.tlparse_index = str(index) if index else None
+    if outcome.status != "ok" and world > 1:
         time.sleep(1.0)  # let the rank that failed first record its error
         first = first_rank_error(spec.job_dir)
         if first is not None and first["rank"] != rank:
-            result["status"], result["error"] = first["status"], f"rank {first['rank']}: {first['error']}"
-    result.update(describe(device, world), pid=os.getpid())
-    result["wall_s"] = time.time() - started
+            outcome.status, outcome.error = first["status"], f"rank {first['rank']}: {first['error']}"
+    result.environment = describe(device, world)
+    outcome.pid, outcome.wall_s = os.getpid(), time.time() - started
     if ctx is not None:
-        result["timings"] = ctx.timings
+        result.timings = ctx.timings
     if dist.is_initialized():
         dist.destroy_process_group()
     if rank != 0:
         return None
-    write_json_atomic(spec.job_dir / RESULT_FILE, result)
+    row = result.to_dict()
+    write_json_atomic(spec.job_dir / RESULT_FILE, row)
     _log_run(spec, "result")
     if cfg.logger.mode != "disabled":
-        from orchestrator.tracking import log_job
-
-        log_job(spec, result)
-    return result
+        log_job(spec, row)
+    return row
 
 
 def main(request_path: str) -> None:

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 import submitit
 
-from orchestrator.failures import first_rank_error, from_scheduler_state
+from orchestrator.config.spec import JobSpec
+from orchestrator.core.failures import first_rank_error, from_scheduler_state
 from orchestrator.job.skeleton import result_skeleton
-from orchestrator.spec import JobSpec
 
 LOG_TAIL_CHARS = 1500
 
@@ -24,21 +24,24 @@ class Attempt:
     gpus: list[int] = field(default_factory=list)
     left_queue: float | None = None
     """When a Slurm job was first seen gone from the queue."""
+    failure: tuple[str, str] | None = None
+    """(class, message) when the launcher itself ended the job (a watchdog, a debug job's crash)."""
 
 
 def failure_result(spec: JobSpec, attempt: Attempt | None, status: str, error: str) -> dict:
     """The result the orchestrator writes for a job that ended without writing its own."""
     result = result_skeleton(spec)
-    result.update(status=status, error=error)
+    outcome = result.outcome
+    outcome.status, outcome.error = status, error
     if attempt is not None:
-        result["log_stdout"] = str(attempt.job.paths.stdout)
-        result["log_stderr"] = str(attempt.job.paths.stderr)
-        result["wall_s"] = time.time() - attempt.started
+        outcome.log_stdout = str(attempt.job.paths.stdout)
+        outcome.log_stderr = str(attempt.job.paths.stderr)
+        outcome.wall_s = time.time() - attempt.started
     first = first_rank_error(spec.job_dir)
     if first is not None:  # a rank recorded why it failed before the job died
-        result["status"] = first["status"] if status == "crash" else status
-        result["error"] = f"rank {first['rank']}: {first['error']} ({error})"
-    return result
+        outcome.status = first["status"] if status == "crash" else status
+        outcome.error = f"rank {first['rank']}: {first['error']} ({error})"
+    return result.to_dict()
 
 
 def log_tail(attempt: Attempt) -> str:

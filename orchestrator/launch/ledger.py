@@ -14,8 +14,8 @@ from pathlib import Path
 
 import submitit
 
-from orchestrator.results import read_result, write_json_atomic
-from orchestrator.spec import JobSpec
+from orchestrator.config.spec import JobSpec
+from orchestrator.core.files import read_result, write_json_atomic
 
 SUBMITTED_FILE = "submitted.json"
 STOP_GRACE_S = 5.0
@@ -27,12 +27,15 @@ def read_ledger(sweep_dir: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {"launcher": None, "jobs": {}}
 
 
-def record_submitted(sweep_dir: Path, launcher: str, jobs: list[submitit.Job], specs: list[JobSpec]) -> None:
+def record_submitted(
+    sweep_dir: Path, launcher: str, jobs: list[submitit.Job], specs: list[JobSpec], pid_jobs: bool
+) -> None:
+    """Add jobs to the ledger; `pid_jobs`: their ids are controller PIDs, recorded with start times."""
     data = read_ledger(sweep_dir)
     data["launcher"] = launcher
     for job, spec in zip(jobs, specs, strict=True):
         entry = {"job_id": str(job.job_id), "label": spec.label, "submitted": time.time()}
-        if launcher == "local":
+        if pid_jobs:
             entry["start_time"] = process_start_time(int(job.job_id))
         data["jobs"][spec.job_id] = entry
     data["orchestrator_pid"] = os.getpid()
@@ -101,13 +104,12 @@ def stop_process_tree(pid: int, start_time: int | None, grace_s: float = STOP_GR
 
 
 def stop_orphans(sweep_dir: Path) -> int:
-    """Stop local jobs left running by an orchestrator that was killed, so a re-run never duplicates them."""
+    """Stop local jobs left running by an orchestrator that was killed, so a re-run never duplicates them
+    (the ledger's entries that have a start time: controller PIDs of this host)."""
     data = read_ledger(sweep_dir)
-    if data.get("launcher") != "local":
-        return 0
     stopped = 0
     for job_id, info in data["jobs"].items():
-        if read_result(sweep_dir / "jobs" / job_id) is not None:
+        if read_result(sweep_dir / "jobs" / job_id) is not None or "start_time" not in info:
             continue
         stopped += stop_process_tree(int(info["job_id"]), info.get("start_time"))
     return stopped

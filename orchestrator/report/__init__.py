@@ -1,5 +1,11 @@
-"""The dashboard: one self-contained HTML page per sweep (plotly inlined; no server, no network)."""
+"""The dashboard: one self-contained HTML page per sweep (plotly inlined; no server, no network).
 
-from orchestrator.report.dashboard import DASHBOARD_FILE, write_dashboard
-
-__all__ = ["DASHBOARD_FILE", "write_dashboard"]
+dashboard        the page's sections, in order; `write_dashboard`
+page             tables (paged, filterable) and the page's assets
+summary          the best setting per model, aggregates per axis
+verdict_section  the verdict and the suite summary at the top
+figures          speedup, compile, memory, counts and parity charts
+compile_charts   where the compile's seconds went; cache kinds
+why_charts       scope, energy, roofline; the profile's kernels
+convergence_chart  the loss curves of bench.convergence_steps
+"""

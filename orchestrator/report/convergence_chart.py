@@ -3,34 +3,26 @@ reference), and how far compiled and the reference drift from eager, step by ste
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import plotly.graph_objects as go
 
 from orchestrator.report.figures import Chart, _layout
-from orchestrator.results import read_result
 
-MAX_JOBS = 12  # jobs drawn (three lines each); the rest are in result.json
+MAX_JOBS = 12  # jobs drawn (three lines each); every job's curves are in its result.json
 
 
-def _curves(sweep_dir: Path, df: pd.DataFrame) -> list[tuple[str, dict]]:
+def _curves(df: pd.DataFrame) -> list[tuple[str, pd.Series]]:
     checked = df[df["conv_steps"].notna()] if "conv_steps" in df else df.iloc[0:0]
-    out = []
-    for job_id, label in zip(checked["job_id"], checked["job_label"], strict=True):
-        result = read_result(sweep_dir / "jobs" / job_id) or {}
-        if result.get("conv_eager_loss"):
-            out.append((str(label), result))
-    return out
+    return [(str(row["job_label"]), row) for _, row in checked.iterrows() if row.get("conv_eager_loss")]
 
 
 def _divergence(curve: list[float], ref: list[float]) -> list[float | None]:
     return [abs(x - y) / abs(y) if y else None for x, y in zip(curve, ref, strict=True)]
 
 
-def charts(sweep_dir: Path, df: pd.DataFrame) -> list[Chart]:
+def charts(df: pd.DataFrame) -> list[Chart]:
     titles = ("Loss curves of the convergence check", "Divergence of the loss from eager")
-    jobs = _curves(sweep_dir, df)
+    jobs = _curves(df)
     if not jobs:
         why = "No job ran the convergence check (bench.convergence_steps=0, or not bench.task=train)."
         return [Chart(titles[0], None, why)]

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 
 import pandas as pd
 
-from orchestrator.present import (
+from orchestrator.core.files import read_plan
+from orchestrator.report import compile_charts, convergence_chart, figures, verdict_section, why_charts
+from orchestrator.report.page import asset, grid, html_table, links, results_columns
+from orchestrator.report.summary import aggregates, best_per_model
+from orchestrator.results.present import (
     COMPILE_COLUMNS,
     ci_text,
     in_mode_order,
@@ -16,10 +19,7 @@ from orchestrator.present import (
     model_columns,
     with_axes,
 )
-from orchestrator.report import compile_charts, convergence_chart, figures, verdict_section, why_charts
-from orchestrator.report.page import asset, grid, html_table, links, results_columns
-from orchestrator.report.summary import aggregates, best_per_model
-from orchestrator.results import isolation_flag, read_plan
+from orchestrator.results.text import isolation_flag
 
 DASHBOARD_FILE = "dashboard.html"
 MAX_REASONS = 200  # graph-break reasons listed (the first ones, in table order)
@@ -81,15 +81,14 @@ def charts(df: pd.DataFrame, swept: list[str]) -> list[figures.Chart]:
     ]
 
 
-def _reasons(sweep_dir: Path, df: pd.DataFrame) -> pd.DataFrame:
-    """Graph-break reasons with their places, read from the result files of the jobs that broke."""
+def _reasons(df: pd.DataFrame) -> pd.DataFrame:
+    """Graph-break reasons with their places, of the jobs that broke (in table order)."""
     broke = df[df["graph_breaks"].fillna(0) > 0] if "graph_breaks" in df else df.iloc[0:0]
     out = []
-    for job_id, label in zip(broke["job_id"], broke["job_label"], strict=True):
-        result = json.loads((sweep_dir / "jobs" / job_id / "result.json").read_text())
-        out += [
-            (label, br.get("reason", ""), br.get("where") or "") for br in result.get("break_reasons") or []
-        ]
+    for _, row in broke.iterrows():
+        listed = row.get("break_reasons")
+        for br in listed if isinstance(listed, list) else []:
+            out.append((row["job_label"], br.get("reason", ""), br.get("where") or ""))
     return pd.DataFrame(out[:MAX_REASONS], columns=["job", "reason", "where"])
 
 
@@ -125,7 +124,7 @@ def write_dashboard(sweep_dir: Path, df: pd.DataFrame, compare: pd.DataFrame | N
         )
     hidden = []
     plotly_js: bool | str = True  # plotly.js inlined once, with the first chart
-    for chart in charts(df, swept) + convergence_chart.charts(sweep_dir, df):
+    for chart in charts(df, swept) + convergence_chart.charts(df):
         if chart.figure is None:
             hidden.append(f"{chart.title}: {chart.note}")
             continue
@@ -148,13 +147,13 @@ def write_dashboard(sweep_dir: Path, df: pd.DataFrame, compare: pd.DataFrame | N
             "(e.g. mode=default); a link to this page can carry one: dashboard.html#filter=mode=default.",
         )
     )
-    kernels = why_charts.profile_table(sweep_dir, df)
+    kernels = why_charts.profile_table(df)
     if len(kernels):
         note = "From the untimed profile pass (bench.profile=true); traces: jobs/<id>/profile_<side>.json."
         sections.append(
             _section("Why it is faster: kernels", html_table(kernels, list(kernels.columns), "kernels"), note)
         )
-    reasons = _reasons(sweep_dir, df)
+    reasons = _reasons(df)
     if len(reasons):
         sections.append(
             _section("Graph-break reasons", html_table(reasons, list(reasons.columns), "reasons"))

@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from orchestrator.config import COMPILE_MODES
-from orchestrator.present import join_values, mode_rank
+from orchestrator.config.schema import COMPILE_MODES
+from orchestrator.core.numbers import geomean
+from orchestrator.results.present import join_values, mode_rank
 
 MAX_BARS = 120  # per-job bars in one chart; past it, a named aggregate per group
 MAX_POINTS = 2000  # markers in one scatter; past it, an even sample (and the note says so)
@@ -50,7 +51,7 @@ def _spread(part: pd.DataFrame, column: str) -> tuple[float, float, float]:
     v = v[v > 0]
     if v.empty:
         return float("nan"), float("nan"), float("nan")
-    return float(np.exp(np.log(v).mean())), float(v.quantile(0.25)), float(v.quantile(0.75))
+    return geomean(v) or float("nan"), float(v.quantile(0.25)), float(v.quantile(0.75))
 
 
 def speedup_chart(ok: pd.DataFrame, x_axes: list[str], coarse: list[str]) -> Chart:

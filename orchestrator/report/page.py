@@ -11,12 +11,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from orchestrator.present import axis_text, sig
+from orchestrator.job.result import FIELDS
+from orchestrator.results.present import axis_text, sig
+from orchestrator.results.table import TABLE_COLUMNS
 
 HERE = Path(__file__).resolve().parent
 PAGE_SIZE = 50  # rows per page of a table; the whole table is in the page, as JSON
 
-# The results table: these columns first and always shown; the rest behind "all columns".
+# The results table: these columns first and always shown; the rest behind "all columns": the
+# result fields job/result.py marks for the dashboard, then the table's own (scaling efficiency).
 KEY_COLUMNS = [
     ("label", "label"),
     ("mode", "mode"),
@@ -28,39 +31,8 @@ KEY_COLUMNS = [
     ("log", "log"),
     ("trace", "trace"),
 ]
-MORE_COLUMNS = [
-    "workload",
-    "size",
-    "task",
-    "dtype",
-    "dynamic",
-    "strategy",
-    "world_size",
-    "eager_ms",
-    "compiled_ms",
-    "compiled_tokens_per_s",
-    "compiled_mfu",
-    "mfu_peak_tflops",
-    "mfu_basis",
-    "iso_note",
-    "break_even_steps",
-    "eager_peak_gib",
-    "compiled_peak_gib",
-    "graphs",
-    "graph_breaks",
-    "dyn_recompiles",
-    "parity_ok",
-    "parity_err",
-    "scaling_efficiency",
-    "graph_ops",
-    "aoti_package_s",
-    "aoti_load_s",
-    "eager_j_per_step",
-    "compiled_j_per_step",
-    "energy_break_even_steps",
-    "error",
-    "job_id",
-]
+SETTINGS = [rf.key for rf in FIELDS.values() if rf.role and rf.dashboard]
+MORE_COLUMNS = [rf.key for rf in FIELDS.values() if rf.dashboard and not rf.role] + list(TABLE_COLUMNS)
 
 
 def _json_value(value: object) -> object:
@@ -143,7 +115,9 @@ def links(df: pd.DataFrame, sweep_dir: Path) -> pd.DataFrame:
 
 
 def results_columns(extra_axes: list[str]) -> list[tuple[str, str, bool]]:
-    more = MORE_COLUMNS[:7] + [a for a in extra_axes if a not in MORE_COLUMNS] + MORE_COLUMNS[7:]
+    """The results table's columns: the key ones, then the settings and the swept axes, then figures."""
+    key = {k for k, _ in KEY_COLUMNS}
+    more = [c for c in dict.fromkeys([*SETTINGS, *extra_axes, *MORE_COLUMNS]) if c not in key]
     return [(k, h, True) for k, h in KEY_COLUMNS] + [(k, k, False) for k in more]
 
 

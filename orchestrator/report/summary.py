@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-from orchestrator.present import axis_text, ci_text, mode_rank, present
+from orchestrator.core.numbers import geomean, present
+from orchestrator.results.present import axis_text, ci_text, mode_rank
 
 AGGREGATE_AXES = ("mode", "size", "dtype", "task", "strategy", "dynamic")
 
@@ -60,12 +60,6 @@ def best_per_model(df: pd.DataFrame, model_cols: list[str], setting_cols: list[s
     return pd.DataFrame(rows).reindex(columns=[*columns, "job"])
 
 
-def _geomean(v: pd.Series) -> float:
-    v = v.dropna()
-    v = v[v > 0]
-    return float(np.exp(np.log(v).mean())) if len(v) else float("nan")
-
-
 def by_axis(df: pd.DataFrame, column: str) -> pd.DataFrame:
     """Per value of one axis: jobs, ok, geometric-mean / median / min / max speedup, median compile s."""
     rows = []
@@ -77,7 +71,7 @@ def by_axis(df: pd.DataFrame, column: str) -> pd.DataFrame:
                 column: value,
                 "jobs": len(part),
                 "ok": len(ok),
-                "geomean speedup": _geomean(speed),
+                "geomean speedup": geomean(speed),
                 "median": speed.median(),
                 "min": speed.min(),
                 "max": speed.max(),

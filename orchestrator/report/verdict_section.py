@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from orchestrator.config import VerdictConfig
-from orchestrator.present import ci_text
+from orchestrator.analysis.suite import suite_table
+from orchestrator.analysis.verdict import compute, read_verdict
+from orchestrator.config.schema import VerdictConfig
 from orchestrator.report.page import grid, html_table
-from orchestrator.suite import suite_table
-from orchestrator.verdict import compute, duration, read_verdict
+from orchestrator.results.present import ci_text, duration
 
 VERDICT_COLUMNS = [
     "model",

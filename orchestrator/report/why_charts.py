@@ -3,9 +3,6 @@ roofline point of each side and the profile pass's kernels)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -100,12 +97,12 @@ def roofline_chart(ok: pd.DataFrame) -> Chart:
     return Chart(title, fig, note)
 
 
-def profile_table(sweep_dir: Path, df: pd.DataFrame) -> pd.DataFrame:
+def profile_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per profiled job: kernels per step, busy fraction, the top kernels of each side."""
     rows = []
     profiled = df[df["eager_kernels_per_step"].notna()] if "eager_kernels_per_step" in df else df.iloc[0:0]
-    for job_id, label in zip(profiled["job_id"], profiled["job_label"], strict=True):
-        r = json.loads((sweep_dir / "jobs" / job_id / "result.json").read_text())
+    for _, r in profiled.iterrows():
+        label = r["job_label"]
         for side, _ in SIDES:
             top = r.get(f"{side}_top_kernels") or []
             rows.append(

@@ -1,0 +1,229 @@
+"""The verdict: per model, the compile setting (or eager) that saves the most time over the run the
+user declares (`verdict.steps`, or `verdict.serve_s` of serving), net of its compile cost (cold or
+warm), among the settings that passed; 'no measurable gain' when the speedup's CI includes 1; and
+the risks of the setting it names. Written to `verdict.json`, printed, and shown on the dashboard.
+One job, the verdict; a little over 250 lines because its lines of text are built here too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from orchestrator.analysis.suite import MEMORY_RATIO, passed_job, setting_text, suite_lines, suite_summary
+from orchestrator.config.schema import VerdictConfig
+from orchestrator.core.files import read_plan, write_json_atomic
+from orchestrator.core.numbers import is_false, number, payback_steps, saved_per_step_s
+from orchestrator.results.present import (
+    PLAIN_WIDTH,
+    axis_text,
+    ci_text,
+    duration,
+    in_mode_order,
+    join_values,
+    model_columns,
+    with_axes,
+)
+from orchestrator.results.present import sig as _sig
+
+VERDICT_FILE = "verdict.json"
+THIN_MARGIN = 0.5  # a parity error past this fraction of its limit is a thin margin
+
+
+def run_length(row: pd.Series, vc: VerdictConfig) -> tuple[float, str]:
+    """Steps of the declared run for this job, and the words for it."""
+    eager_ms = number(row.get("eager_ms"))
+    if vc.serve_s is not None and row.get("task") == "infer" and eager_ms:
+        calls = vc.serve_s / (eager_ms / 1000)  # what eager serves in that time at full load
+        return calls, f"{duration(vc.serve_s)} of serving ({_sig(calls)} calls)"
+    return float(vc.steps), f"{vc.steps:,} steps"
+
+
+def compile_cost(row: pd.Series, cache: str) -> tuple[float, str]:
+    """Seconds of compiling the run pays (recompiles over the shape schedule included), and which."""
+    recompile = number(row.get("dyn_compile_s")) or 0.0
+    first = number(row.get("compile_s")) or 0.0
+    if cache == "warm":
+        warm = number(row.get("compile_warm_s"))
+        return (warm, "warm") if warm is not None else (first, "compile_s: no warm probe")
+    cold = number(row.get("compile_cold_s"))
+    return (cold + recompile, "cold") if cold is not None else (first + recompile, "compile_s: shared cache")
+
+
+def assess(row: pd.Series, vc: VerdictConfig) -> dict[str, Any]:
+    """A passed compiled job's figures for the run: net seconds saved (point and CI), payback steps."""
+    steps, run = run_length(row, vc)
+    cost, cost_kind = compile_cost(row, vc.cache)
+    eager_ms = row.get("eager_ms")
+    speedup, low, high = (number(row.get(k)) for k in ("speedup", "speedup_ci_low", "speedup_ci_high"))
+
+    def net(s: float | None) -> float | None:  # seconds saved over the run at speedup s, net of the cost
+        saved = saved_per_step_s(eager_ms, s)
+        return steps * saved - cost if saved is not None else None
+
+    per_step = saved_per_step_s(eager_ms, speedup)
+    return {
+        "speedup": speedup,
+        "ci": [low, high],
+        "measurable": low is not None and low > 1,
+        "steps": steps,
+        "run": run,
+        "compile_s": cost,
+        "compile_kind": cost_kind,
+        "saved_per_step_ms": per_step * 1000 if per_step is not None else None,
+        "net_saved_s": net(speedup),
+        "net_saved_ci_s": [net(low), net(high)],
+        "payback_steps": payback_steps(cost, per_step),
+    }
+
+
+def _listed(row: pd.Series, key: str) -> list:
+    """A list field of a table row ([] where the job has none)."""
+    value = row.get(key)
+    return value if isinstance(value, list) else []
+
+
+def risks(row: pd.Series) -> list[str]:
+    """What could go wrong with this setting, in a few words each."""
+    out = []
+    if (number(row.get("graph_breaks")) or 0) > 0:
+        reasons = Counter(b.get("reason", "").splitlines()[0][:60] for b in _listed(row, "break_reasons"))
+        top = f" (top: {reasons.most_common(1)[0][0]})" if reasons else ""
+        out.append(f"{row['graph_breaks']:.0f} graph break(s){top}")
+    if (number(row.get("dyn_recompiles")) or 0) > 0:
+        out.append(
+            f"{row['dyn_recompiles']:.0f} recompile(s) over the "
+            f"{number(row.get('dyn_shapes')) or 0:.0f}-shape "
+            f"schedule (+{duration(number(row.get('dyn_compile_s')))})"
+        )
+    if (number(row.get("cudagraph_skips")) or 0) > 0:
+        why = (_listed(row, "cudagraph_skip_reasons") or ["no reason recorded"])[0][:60]
+        out.append(f"CUDA graphs skipped {row['cudagraph_skips']:.0f}x ({why})")
+    ratio = number(row.get("memory_ratio"))
+    if ratio is not None and ratio > MEMORY_RATIO:
+        out.append(f"memory up {ratio:.2f}x ({_sig(number(row.get('compiled_peak_gib')))} GiB)")
+    err, limit = number(row.get("parity_err")), number(row.get("parity_limit"))
+    if err is not None and limit and err / limit > THIN_MARGIN:
+        out.append(f"parity margin thin: error {err / limit:.0%} of its limit")
+    if is_false(row.get("conv_ok")):
+        out.append(
+            f"convergence drift: loss off by up to {_sig(number(row.get('conv_divergence')))} "
+            f"(eager vs eager {_sig(number(row.get('conv_baseline_divergence')))})"
+        )
+    return out
+
+
+def decide(part: pd.DataFrame, settings: list[str], vc: VerdictConfig, sweep_dir: Path) -> dict[str, Any]:
+    """One model's verdict from its jobs."""
+    compiled = part[part["mode"] != "eager"]
+    passed = compiled[
+        pd.Series([passed_job(r) for _, r in compiled.iterrows()], index=compiled.index, dtype=bool)
+    ]
+    failed = compiled.drop(passed.index)
+    out: dict[str, Any] = {
+        "jobs": len(part),
+        "failed": [f"{setting_text(r, settings)} ({r['status']})" for _, r in failed.iterrows()],
+    }
+    if passed.empty:
+        why = "no compiled setting passed" if len(compiled) else "no compiled setting in this sweep"
+        return {**out, "choice": "eager", "outcome": "none_passed", "why": why}
+    figures = {i: assess(r, vc) for i, r in passed.iterrows()}
+    gains = [i for i in figures if figures[i]["measurable"]]
+    pick = max(gains or figures, key=lambda i: figures[i]["net_saved_s"] if gains else figures[i]["speedup"])
+    f, row = figures[pick], passed.loc[pick]
+    setting, ci = setting_text(row, settings), ci_text(*f["ci"])
+    gain = f"{f['speedup']:.3g}x [{ci}]"
+    if gains and (f["net_saved_s"] or 0) > 0:
+        choice, outcome = setting, "compile"
+        why = (
+            f"saves {duration(f['net_saved_s'])} over {f['run']} net of {duration(f['compile_s'])} "
+            f"{f['compile_kind']} compile ({gain}; pays back after {_sig(f['payback_steps'])} steps)"
+        )
+    elif gains:
+        choice, outcome = "eager", "eager_cost"
+        payback = f"pays back only after {_sig(f['payback_steps'])} steps" if f["payback_steps"] else ""
+        why = (
+            f"compile cost never paid back over {f['run']}: {setting} is {gain} but its "
+            f"{duration(f['compile_s'])} {f['compile_kind']} compile {payback}"
+        )
+    elif f["ci"][1] is not None and f["ci"][1] < 1:
+        choice, outcome, why = "eager", "slower", f"compiled is slower: best {setting} {gain}"
+    else:
+        choice, outcome = "eager", "no_gain"
+        why = f"no measurable gain: best {setting} {gain}, its CI includes 1"
+    control = part[(part["mode"] == "eager") & (part["status"] == "ok")]
+    notes = risks(row)
+    for _, c in control.iterrows():  # eager against eager should read 1: anything else is bias
+        low, high = number(c.get("speedup_ci_low")), number(c.get("speedup_ci_high"))
+        if low is not None and high is not None and (low > 1 or high < 1):
+            notes.append(
+                f"eager control reads {number(c.get('speedup')):.3g}x [{ci_text(low, high)}]: timing bias"
+            )
+    return {**out, "choice": choice, "outcome": outcome, "why": why, "setting": setting,
+            "job_id": row["job_id"], **f, "risks": notes}  # fmt: skip
+
+
+def compute(df: pd.DataFrame, sweep_dir: Path, vc: VerdictConfig) -> dict[str, Any]:
+    """The verdict of every model of a results table, and the suite summary where there are several."""
+    df, swept = with_axes(df, read_plan(sweep_dir))
+    df = in_mode_order(df)
+    models = model_columns(df, swept)
+    settings = ["mode"] + [c for c in swept if c != "mode" and c not in models]
+    # A model is named by what tells it apart; what all models share is said once (`shared`).
+    varying = [c for c in models if df[c].map(axis_text).nunique() > 1]
+    names = join_values(df, varying or models)
+    shared = " ".join(axis_text(df[c].iloc[0]) for c in models if c not in varying) if varying else ""
+    verdicts = []
+    for name, part in df.groupby(names, sort=False):
+        verdicts.append({"model": name or "all", **decide(part, settings, vc, sweep_dir)})
+    suite = suite_summary(df.assign(_model=names), settings) if len(verdicts) > 1 else None
+    return {
+        "steps": vc.steps,
+        "serve_s": vc.serve_s,
+        "cache": str(vc.cache),
+        "shared": shared,
+        "models": verdicts,
+        "suite": suite,
+    }
+
+
+def lines(verdict: dict[str, Any]) -> list[str]:
+    """One line per model (a second with its risks and failures, if any), then the suite's; each cut to
+    PLAIN_WIDTH."""
+    serving = f"{duration(verdict['serve_s'])} of serving (infer) or " if verdict.get("serve_s") else ""
+    head = f"verdict for {serving}{verdict['steps']:,} steps, {verdict['cache']} compile"
+    out = [head + (f"; every model: {verdict['shared']}" if verdict.get("shared") else "")]
+    for v in verdict["models"]:
+        head = f"use {v['choice']}" if v["outcome"] == "compile" else "eager"
+        out.append(f"verdict {v['model']}: {head}: {v['why']}")
+        label = "risks" if v["outcome"] == "compile" else f"risks of {v.get('setting')}"
+        more = ([f"{label}: {'; '.join(v['risks'])}"] if v.get("risks") else []) + (
+            [f"failed: {', '.join(v['failed'])}"] if v["failed"] else []
+        )
+        out += [f"  {'; '.join(more)}"] if more else []  # the model's second line, only when there is news
+    if verdict.get("suite"):
+        out += suite_lines(verdict["suite"], PLAIN_WIDTH)
+    return [line if len(line) <= PLAIN_WIDTH else line[: PLAIN_WIDTH - 3] + "..." for line in out]
+
+
+def write_verdict(sweep_dir: Path, df: pd.DataFrame, vc: VerdictConfig) -> dict[str, Any]:
+    verdict = compute(df, sweep_dir, vc)
+    write_json_atomic(sweep_dir / VERDICT_FILE, verdict)
+    return verdict
+
+
+def read_verdict(sweep_dir: Path) -> dict[str, Any] | None:
+    path = sweep_dir / VERDICT_FILE
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def print_verdict(verdict: dict[str, Any], console: Any) -> None:
+    for line in lines(verdict):
+        console.print(line, markup=False, highlight=False)

@@ -1,0 +1,166 @@
+"""One sweep from the command line: plan, check, launch, gather, report."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+from omegaconf import OmegaConf
+from rich.console import Console
+
+from orchestrator.analysis.verdict import print_verdict, write_verdict
+from orchestrator.cli.console import make_console
+from orchestrator.config.plan import Plan, build_plan
+from orchestrator.config.schema import Config
+from orchestrator.core.failures import ConfigError
+from orchestrator.core.files import PLAN_FILE, read_plan, read_result, write_json_atomic
+from orchestrator.job.tracking import log_sweep
+from orchestrator.launch.checks import check_plan, check_sweep_dir
+from orchestrator.launch.launchers import launcher_class
+from orchestrator.launch.ledger import read_ledger
+from orchestrator.launch.runner import Runner
+from orchestrator.launch.slurm import SlurmLauncher
+from orchestrator.report.dashboard import write_dashboard
+from orchestrator.results.table import gather, write_table
+from orchestrator.results.text import print_table
+
+LOCK_FILE = "orchestrator.lock"
+MULTIRUN_FLAGS = ("-m", "--multirun")
+
+
+def take_lock(sweep_dir: Path) -> TextIO:
+    """One orchestrator per sweep directory: an OS lock (flock), held while the returned file is open.
+
+    The kernel drops it when the holder dies, however it dies, so there is no stale lock to judge.
+    The file is never removed: removing it while another process waits on it would let a third
+    lock a new file of the same name beside the first (the flock/unlink race).
+    """
+    lock = (sweep_dir / LOCK_FILE).open("a+")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().strip() or "unknown"
+        lock.close()
+        raise ConfigError(f"sweep.dir={sweep_dir} is in use by another orchestrator (pid {holder})") from None
+    lock.seek(0)
+    lock.truncate()
+    lock.write(str(os.getpid()))
+    lock.flush()
+    return lock
+
+
+def print_plan(plan: Plan, console: Console) -> None:
+    console.print(f"sweep [bold]{plan.name}[/bold]: {len(plan.jobs)} job(s) in {plan.sweep_dir}")
+    for job in plan.jobs:
+        done = read_result(job.job_dir)
+        state = f" (finished: {done['status']})" if done else ""
+        console.print(f"  {job.job_id}  {job.label}{state}")
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """SIGTERM (a scheduler, `kill`) takes the Ctrl-C path for the scope: cancel running jobs, keep
+    finished ones. The handlers that were there before are restored on the way out."""
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    for s in saved:
+        signal.signal(s, _interrupt)
+    try:
+        yield
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM or SIGINT: one KeyboardInterrupt, raised once. Later signals are ignored while the
+    running jobs are cancelled, so none lands inside cleanup code (a traceback from a destructor)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+def run_sweep(args: list[str]) -> int:
+    console = make_console()
+    if any(a in MULTIRUN_FLAGS for a in args):
+        console.print("[yellow]note: -m is not needed; comma lists and +sweep=NAME already sweep[/yellow]")
+        args = [a for a in args if a not in MULTIRUN_FLAGS]
+    if "--dry-run" in args:
+        args = [a for a in args if a != "--dry-run"] + ["sweep.dry_run=true"]
+    plan = build_plan(args)
+    check_plan(plan)
+    if plan.base.sweep.dry_run:
+        print_plan(plan, console)
+        launcher = launcher_class(plan.base.launcher.name)(plan.base, plan.sweep_dir)
+        if isinstance(launcher, SlurmLauncher) and plan.jobs:
+            console.print(f"sbatch script of {plan.jobs[0].job_id}:", highlight=False)
+            print(launcher.sbatch_script(plan.jobs[0]))
+        return 0
+    check_sweep_dir(plan.sweep_dir)
+    with take_lock(plan.sweep_dir), stop_on_signals():
+        return _run(plan, console)
+
+
+def _run(plan: Plan, console: Console) -> int:
+    base: Config = plan.base
+    earlier = launcher_class(read_ledger(plan.sweep_dir)["launcher"])  # what ran here last
+    orphans = earlier.stop_orphans(plan.sweep_dir)
+    if orphans:
+        console.print(
+            f"[yellow]stopped {orphans} job(s) left running by an earlier, killed orchestrator[/yellow]"
+        )
+    write_json_atomic(
+        plan.sweep_dir / PLAN_FILE,
+        {"name": plan.name, "jobs": {j.job_id: {"label": j.label, "axes": j.axes} for j in plan.jobs}},
+    )
+    todo = []
+    for job in plan.jobs:
+        job.job_dir.mkdir(parents=True, exist_ok=True)
+        (job.job_dir / "config.yaml").write_text(OmegaConf.to_yaml(job.config))
+        done = read_result(job.job_dir)
+        if done is None or (base.sweep.rerun_failed and done["status"] != "ok"):
+            todo.append(job)
+    skipped = len(plan.jobs) - len(todo)
+    console.print(
+        f"sweep [bold]{plan.name}[/bold]: {len(plan.jobs)} job(s), {skipped} already finished (skipped), "
+        f"launcher={base.launcher.name}, dir {plan.sweep_dir}"
+    )
+    runner = Runner(base, plan.sweep_dir, console)
+    if base.sweep.detach:
+        runner.submit_array(todo)
+        console.print(f"submitted {len(todo)} job(s); later: python -m orchestrator status {plan.sweep_dir}")
+        return 0
+    runner.run(todo)
+    if not console.is_terminal:
+        console.line()  # rich's Live ends its last status line without a newline off a terminal
+    return finish(plan.sweep_dir, base, console, wanted={j.job_id for j in plan.jobs})
+
+
+def finish(sweep_dir: Path, base: Config, console: Console, wanted: set[str] | None = None) -> int:
+    """Gather, print, write the table and the dashboard; exit code 1 if any job failed."""
+    df = gather(sweep_dir)
+    if wanted is not None and not df.empty:
+        df = df[df["job_id"].isin(wanted)]
+    if df.empty:
+        console.print("no results")
+        return 1
+    csv = write_table(sweep_dir, df)
+    print_table(df, f"sweep {base.sweep.name}", console, read_plan(sweep_dir))
+    console.print(f"results: {csv}")
+    print_verdict(write_verdict(sweep_dir, df, base.verdict), console)
+    if base.sweep.report:
+        console.print(f"dashboard: {write_dashboard(sweep_dir, df)}")
+    if base.logger.mode != "disabled":
+        log_sweep(sweep_dir, base.sweep.name, df, base.logger.mode, base.logger.project, base.logger.entity)
+        console.print(f"wandb ({base.logger.mode}): {sweep_dir / 'wandb'}")
+    failed = int((df["status"] != "ok").sum())
+    if failed:
+        console.print(f"[red]{failed} of {len(df)} job(s) failed[/red]")
+    (sweep_dir / "summary.json").write_text(json.dumps({"jobs": len(df), "failed": failed}))
+    return 1 if failed else 0

@@ -1,0 +1,68 @@
+"""The sweep directory's files: one JSON per job written atomically, and the names every layer shares.
+
+Only the orchestrator writes the sweep-level files (plan, ledger, table); each job writes only inside
+its own folder. A file is written to a temporary name and renamed, so a reader never sees half of
+one. Plain `json` and the standard library only: the supervisor (no torch, no pandas) uses it too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+RESULT_FILE = "result.json"
+PLAN_FILE = "plan.json"
+JOBS_DIR = "jobs"
+
+
+def job_dir(sweep_dir: Path | str, job_id: str) -> Path:
+    return Path(sweep_dir) / JOBS_DIR / job_id
+
+
+def json_safe(value: Any) -> Any:
+    """JSON-safe: NaN/inf become strings so that the file stays valid JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    """Write to a temp file in the same folder, then rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(json_safe(data), f, indent=2, default=str)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: Path) -> dict | None:
+    """A JSON file's content, or None if it is absent or unreadable (never half-trusted)."""
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def read_result(job_dir: Path) -> dict | None:
+    """The job's result, or None if there is none (or it is unreadable)."""
+    return read_json(job_dir / RESULT_FILE)
+
+
+def read_plan(sweep_dir: Path) -> dict[str, dict]:
+    """The sweep's planned jobs (`plan.json`: id -> label and axes), in plan order; {} if absent."""
+    plan = read_json(sweep_dir / PLAN_FILE)
+    return plan["jobs"] if plan else {}

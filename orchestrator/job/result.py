@@ -1,0 +1,493 @@
+"""A job's result, typed: one small dataclass per phase, composed into `JobResult`.
+
+Each phase returns its section (explain, compile cost, parity, speed, memory, energy, profile,
+isolation, shapes, convergence, ...); the worker sets it on the job's result. `to_dict` writes
+`result.json` with the same flat field names as always (docs/results.md): a section's fields are
+its keys, a nested side (`eager`, `compiled`) or probe (`compile_warm`) prefixes its own. A section
+that did not run is absent; a field of a section that ran but was not measured is null.
+
+The table's columns, the swept axes' names and the dashboard's fields come from these types and
+their metadata (`header`, `source`, `role`, `group`, `dashboard`), not from lists spelled out
+elsewhere; docs/results.md documents exactly these fields (a test holds the two together). It is
+longer than the other modules on purpose: the whole result, one dataclass per phase, reads best in
+one file, as the config's schema does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+NUMBER = float | None
+
+
+def figure(header: str | None = None, *, dashboard: bool = False, default: Any = None) -> Any:
+    """A field with the table header it has (the printed table) and whether the dashboard lists it."""
+    return field(default=default, metadata={"header": header, "dashboard": dashboard})
+
+
+def setting(source: str, role: str, header: str | None = None, group: str | None = None) -> Any:
+    """A setting of the job, copied from the config key `source`; `role` says what it names: the
+    `model` a sweep compares settings on, or a `compile` setting compared on it; `group`: the config
+    group whose choice (`parallel=ddp`) sets it."""
+    meta = {"source": source, "role": role, "header": header, "group": group, "dashboard": True}
+    return field(default=None, metadata=meta)
+
+
+def side(cls: type) -> Any:
+    """A per-side part (eager, compiled): its fields are written `<side>_<field>`."""
+    return field(default_factory=cls, metadata={"side": True})
+
+
+@dataclass
+class Identity:
+    """Who the job is: its id, where it belongs, the settings that make it (flattened from the config)."""
+
+    job_id: str = figure(dashboard=True, default="")
+    sweep: str = ""
+    label: str = ""
+    axes: dict = field(default_factory=dict)
+    config: dict = field(default_factory=dict)
+    workload: str | None = setting("workload.name", "model", group="workload")
+    model: str | None = setting("workload.model", "model")
+    size: str | None = setting("workload.size", "model")
+    task: str | None = setting("bench.task", "model", group="bench")
+    dtype: str | None = setting("bench.dtype", "model")
+    strategy: str | None = setting("parallel.strategy", "model", header="parallel", group="parallel")
+    mode: str | None = setting("compile.mode", "compile", group="compile")
+    dynamic: bool | None = setting("compile.dynamic", "compile")
+    fullgraph: bool | None = setting("compile.fullgraph", "compile")
+    backend: str | None = setting("compile.backend", "compile")
+    cache: str | None = setting("compile.cache", "compile")
+    scope: str | None = setting("compile.scope", "compile")
+    freezing: bool | None = setting("compile.freezing", "compile")
+    path: str | None = setting("compile.path", "compile")
+    world_size: int = figure(dashboard=True, default=1)
+
+
+@dataclass
+class Outcome:
+    """How the job ended, where its logs are, and how it ran."""
+
+    status: str = figure("status", default="crash")
+    error: str | None = figure(dashboard=True)
+    exit_code: int | None = None
+    wall_s: NUMBER = None
+    pid: int | None = None
+    log_stdout: str | None = None
+    log_stderr: str | None = None
+    dist_backend: str | None = None
+    ranks_per_gpu: int | None = None
+    processes_error: str | None = None
+    trace_dir: str | None = None
+    tlparse_index: str | None = None
+
+
+@dataclass
+class ModelFigures:
+    """The workload as measured: its size, its step's shape and FLOPs, whether it draws random numbers."""
+
+    params: int | None = None
+    batch_size: int | None = None
+    seq_len: int | None = None
+    model_mode: str | None = None
+    blocks: str | None = figure(dashboard=True)
+    flops_per_step: int | None = None
+    flops_basis: str | None = None
+    random_ops: bool | None = None
+    optimizer: str | None = None
+
+
+@dataclass
+class Explain:
+    """torch._dynamo.explain on the unwrapped model, before the timed compile."""
+
+    explain_graphs: int | None = None
+    graph_breaks: int | None = figure("breaks", dashboard=True)
+    explain_break_count: int | None = None
+    break_reasons: list = field(default_factory=list)
+    explain_ops: int | None = None
+    explain_note: str | None = None
+
+
+@dataclass
+class CompileMetrics:
+    """Where a compile's seconds went and what its caches gave, from torch's compilation metrics."""
+
+    compile_frames: int = 0
+    compile_kernel_s: float = 0.0
+    compile_autotune_s: float = 0.0
+    fx_cache_hits: int = 0
+    fx_cache_misses: int = 0
+    aot_cache_hits: int = 0
+    aot_cache_misses: int = 0
+    compile_cache_hits: int = 0
+    guard_count: int = 0
+    graph_ops: int = figure(dashboard=True, default=0)
+    phase_dynamo_s: float = 0.0
+    phase_aot_autograd_s: float = 0.0
+    phase_inductor_s: float = 0.0
+    phase_codegen_s: float = 0.0
+    phase_backward_s: float = 0.0
+    recompile_reasons: list = field(default_factory=list)
+    cudagraph_skip_reasons: list = field(default_factory=list)
+
+
+@dataclass
+class CompileCost:
+    """The first compiled call: its seconds, the graphs it captured, and (cold) its metrics."""
+
+    first_call_s: NUMBER = None
+    compile_s: NUMBER = figure("compile s", dashboard=True)
+    compile_cold_s: NUMBER = None
+    graphs: int | None = figure(dashboard=True)
+    frames_ok: int | None = None
+    graph_breaks_compile: int | None = None
+    compile_optimizer_s: NUMBER = None
+    compile_artifacts_mb: NUMBER = None
+    compile_energy_j: NUMBER = None
+    cudagraph_skips: int | None = None
+    metrics: CompileMetrics | None = field(default=None, metadata={"inline": True})
+
+
+@dataclass
+class Probe:
+    """One compile in a fresh process (`warm`: the job's filled cache; `portable`: its artifacts)."""
+
+    s: NUMBER = None
+    load_s: NUMBER = None
+    cache_hits: int | None = None
+    frames: int | None = None
+    pid: int | None = None
+    error: str | None = None
+
+
+@dataclass
+class Probes:
+    """The warm and portable compiles, and what the warm one costs back."""
+
+    compile_warm: Probe = side(Probe)
+    compile_portable: Probe = side(Probe)
+    break_even_warm_steps: NUMBER = None
+
+
+@dataclass
+class Aoti:
+    """`compile.path=aoti`: export, package, cold start in a fresh process, load here."""
+
+    aoti_export_s: NUMBER = None
+    aoti_package_s: NUMBER = figure(dashboard=True)
+    aoti_package_mb: NUMBER = None
+    aoti_package: str | None = None
+    aoti_load_s: NUMBER = figure(dashboard=True)
+    aoti_cold_start_s: NUMBER = None
+    aoti_load_warm_s: NUMBER = None
+
+
+@dataclass
+class Parity:
+    """Compiled against eager (and fp64 where affordable), by PyTorch's accuracy checker's rule."""
+
+    parity_ok: bool | None = figure("parity", dashboard=True)
+    parity_err: NUMBER = figure(dashboard=True)
+    parity_limit: NUMBER = None
+    parity_tol: NUMBER = None
+    parity_rule: str | None = None
+    parity_reference: str | None = None
+    parity_vs_eager: NUMBER = None
+    parity_eager_err: NUMBER = None
+    parity_out_err: NUMBER = None
+    parity_grad_err: NUMBER = None
+    parity_buffer_err: NUMBER = None
+    parity_buffers: int | None = None
+    parity_error: str | None = None
+    parity_rng: str | None = None
+
+
+@dataclass
+class SideSpeed:
+    """One side's step time and throughput."""
+
+    ms: NUMBER = figure("{side} ms", dashboard=True)
+    p50_ms: NUMBER = None
+    p90_ms: NUMBER = None
+    p99_ms: NUMBER = None
+    samples_per_s: NUMBER = None
+    samples_per_s_by_rank: list = field(default_factory=list)
+    tokens_per_s: NUMBER = figure(dashboard=True)
+    tokens_per_s_per_device: NUMBER = None
+    mfu: NUMBER = figure(dashboard=True)
+
+
+@dataclass
+class Speed:
+    """The timed phase: each side's step time, the speedup with its CI, throughput, MFU."""
+
+    eager: SideSpeed = side(SideSpeed)
+    compiled: SideSpeed = side(SideSpeed)
+    speedup: NUMBER = figure("speedup", dashboard=True)
+    speedup_ci_low: NUMBER = None
+    speedup_ci_high: NUMBER = None
+    speedup_ci_scope: str | None = None
+    processes: int | None = None
+    interleaved: bool | None = None
+    sides_note: str | None = None
+    mfu_peak_tflops: NUMBER = figure(dashboard=True)
+    mfu_basis: str | None = figure(dashboard=True)
+    break_even_steps: NUMBER = figure(dashboard=True)
+
+
+@dataclass
+class Isolation:
+    """Was the job alone on its device and host, right before timing?"""
+
+    iso_ok: bool | None = figure("isolation")
+    iso_note: str | None = figure(dashboard=True)
+    iso_load_1m: NUMBER = None
+    iso_cores: int | None = None
+    iso_foreign_processes: list = field(default_factory=list)
+    iso_sm_clock_mhz: NUMBER = None
+    iso_max_sm_clock_mhz: NUMBER = None
+    iso_throttle: list = field(default_factory=list)
+    iso_temperature_c: NUMBER = None
+    iso_power_w: NUMBER = None
+
+
+@dataclass
+class Energy:
+    """Joules per step of each side (NVML), and the steps that pay the compile's energy back."""
+
+    eager_j_per_step: NUMBER = figure(dashboard=True)
+    compiled_j_per_step: NUMBER = figure(dashboard=True)
+    energy_ratio: NUMBER = None
+    energy_break_even_steps: NUMBER = figure(dashboard=True)
+    energy_note: str | None = None
+
+
+@dataclass
+class SideMemory:
+    """One side's peak memory, and its step time in a process of its own."""
+
+    peak_gib: NUMBER = figure(dashboard=True)
+    reserved_gib: NUMBER = None
+    alone_ms: NUMBER = None
+
+
+@dataclass
+class Memory:
+    """Peak CUDA memory of each side (each alone in a fresh process, or in place per rank)."""
+
+    eager: SideMemory = side(SideMemory)
+    compiled: SideMemory = side(SideMemory)
+    memory_ratio: NUMBER = None
+    memory_basis: str | None = None
+    memory_note: str | None = None
+    memory_error: str | None = None
+
+
+@dataclass
+class SideProfile:
+    """One side under the profiler, and its roofline point."""
+
+    kernels_per_step: NUMBER = None
+    busy_fraction: NUMBER = None
+    profile_step_ms: NUMBER = None
+    top_kernels: list = field(default_factory=list)
+    profile_trace: str | None = None
+    bytes_per_step: NUMBER = None
+    flops_per_s: NUMBER = None
+    bytes_per_s: NUMBER = None
+    intensity: NUMBER = None
+
+
+@dataclass
+class Profile:
+    """The untimed profiler pass (`bench.profile=true`)."""
+
+    profile_unit: str | None = None
+    profile_steps: int | None = None
+    profile_note: str | None = None
+    peak_flops_per_s: NUMBER = None
+    peak_bytes_per_s: NUMBER = None
+    roofline_note: str | None = None
+    eager: SideProfile = side(SideProfile)
+    compiled: SideProfile = side(SideProfile)
+
+
+@dataclass
+class Shapes:
+    """The dynamic-shape schedule: recompiles and what they cost."""
+
+    dyn_shapes: int | None = None
+    dyn_recompiles: int | None = figure("recompiles", dashboard=True)
+    dyn_compile_s: NUMBER = None
+    dyn_total_compile_s: NUMBER = None
+    dyn_speedup: NUMBER = None
+    dyn_recompile_reasons: list = field(default_factory=list)
+
+
+@dataclass
+class Convergence:
+    """Eager, compiled and a batch-reversed eager copy over N training steps."""
+
+    conv_steps: int | None = None
+    conv_eager_loss: list = field(default_factory=list)
+    conv_compiled_loss: list = field(default_factory=list)
+    conv_reference_loss: list = field(default_factory=list)
+    conv_divergence: NUMBER = None
+    conv_baseline_divergence: NUMBER = None
+    conv_limit: NUMBER = None
+    conv_ok: bool | None = None
+    conv_final_diff: NUMBER = None
+    conv_final_rel_diff: NUMBER = None
+    conv_loss_drop: NUMBER = None
+    conv_note: str | None = None
+
+
+@dataclass
+class Environment:
+    """What the result was measured on."""
+
+    env_torch: str | None = None
+    env_triton: str | None = None
+    env_cuda: str | None = None
+    env_device: str | None = None
+    env_host: str | None = None
+    env_python: str | None = None
+    env_world_size: int | None = None
+    env_git: str | None = None
+    env_cpu_threads: int | None = None
+
+
+@dataclass
+class JobResult:
+    """One job's result: its sections, each None until its phase ran."""
+
+    identity: Identity = field(default_factory=Identity)
+    outcome: Outcome = field(default_factory=Outcome)
+    model: ModelFigures | None = None
+    explain: Explain | None = None
+    compile: CompileCost | None = None
+    probes: Probes | None = None
+    aoti: Aoti | None = None
+    parity: Parity | None = None
+    speed: Speed | None = None
+    isolation: Isolation | None = None
+    energy: Energy | None = None
+    memory: Memory | None = None
+    profile: Profile | None = None
+    shapes: Shapes | None = None
+    convergence: Convergence | None = None
+    environment: Environment | None = None
+    timings: dict | None = None
+    """Per repetition: `<side>_ms`, `process`; per step: `<side>_step_ms` (speed.measure_speed)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The flat result.json."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            if dataclasses.is_dataclass(value):
+                out.update(flat(value))
+            else:
+                out[f.name] = value
+        return out
+
+
+def flat(section: Any, prefix: str = "") -> dict[str, Any]:
+    """A section's fields as result keys: sides prefixed by their name, inline parts merged."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(section):
+        value = getattr(section, f.name)
+        if f.metadata.get("side"):
+            out.update(flat(value, f"{prefix}{f.name}_"))
+        elif f.metadata.get("inline"):  # a part merged into its section's keys, where it ran
+            if value is not None:
+                out.update(flat(value, prefix))
+        else:
+            out[f"{prefix}{f.name}"] = value
+    return out
+
+
+@dataclass(frozen=True)
+class ResultField:
+    """One key of result.json, as the types declare it."""
+
+    key: str
+    section: str
+    header: str | None
+    dashboard: bool
+    source: str | None
+    role: str | None
+    group: str | None
+
+
+SECTION_TYPES: dict[str, type] = {
+    "identity": Identity,
+    "outcome": Outcome,
+    "model": ModelFigures,
+    "explain": Explain,
+    "compile": CompileCost,
+    "probes": Probes,
+    "aoti": Aoti,
+    "parity": Parity,
+    "speed": Speed,
+    "isolation": Isolation,
+    "energy": Energy,
+    "memory": Memory,
+    "profile": Profile,
+    "shapes": Shapes,
+    "convergence": Convergence,
+    "environment": Environment,
+}
+INLINE_TYPES = {("compile", "metrics"): CompileMetrics}
+
+
+def _fields(cls: type, section: str, prefix: str = "", side: str = "") -> list[ResultField]:
+    out = []
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("side"):
+            out += _fields(f.default_factory, section, f"{prefix}{f.name}_", f.name)  # type: ignore[arg-type]
+        elif f.metadata.get("inline"):
+            out += _fields(INLINE_TYPES[(section, f.name)], section, prefix)
+        else:
+            m = f.metadata
+            head = m.get("header")
+            head = head.format(side=side) if head else None
+            dash = bool(m.get("dashboard"))
+            key = f"{prefix}{f.name}"
+            out.append(ResultField(key, section, head, dash, m.get("source"), m.get("role"), m.get("group")))
+    return out
+
+
+def result_fields() -> list[ResultField]:
+    """Every result.json field the types declare, in section order (`timings` last)."""
+    out = [rf for name, cls in SECTION_TYPES.items() for rf in _fields(cls, name)]
+    return out + [ResultField("timings", "timings", None, False, None, None, None)]
+
+
+FIELDS: dict[str, ResultField] = {rf.key: rf for rf in result_fields()}
+
+
+def keys_of(role: str) -> tuple[str, ...]:
+    """The settings fields of a role (`model`, `compile`), in declaration order."""
+    return tuple(rf.key for rf in FIELDS.values() if rf.role == role)
+
+
+def group_columns() -> dict[str, str]:
+    """Config group -> the result field its choice sets (`parallel=ddp` sets `strategy`)."""
+    return {rf.group: rf.key for rf in FIELDS.values() if rf.group}
+
+
+def source_columns() -> dict[str, str]:
+    """Config key -> the result field that holds it (`workload.name` is `workload`)."""
+    return {rf.source: rf.key for rf in FIELDS.values() if rf.source}
+
+
+def header(key: str) -> str:
+    """A field's column header: its declared one, else the key itself. An unknown key fails here,
+    so that a column list cannot name a field the result does not have."""
+    return FIELDS[key].header or key

@@ -1,0 +1,80 @@
+"""Checks that composition cannot make: this machine, the launcher, the user's code, the sweep
+directory. Each failure is one ConfigError line, raised before anything is created or launched."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from torch._dynamo import list_backends
+
+from orchestrator.config.plan import Plan
+from orchestrator.config.schema import WorkloadConfig
+from orchestrator.core.failures import ConfigError
+from orchestrator.core.user_code import import_target, user_code
+from orchestrator.job.inductor_options import check_options
+from orchestrator.job.scope import regions_supported
+from orchestrator.launch.launchers import make_launcher
+from orchestrator.launch.slurm import SlurmLauncher
+from workloads import check_workload
+
+
+def _check_backend(name: str) -> None:
+    known = list_backends(exclude_tags=())
+    if ":" not in name and name not in known:
+        raise ConfigError(
+            f"compile.backend={name!r} is not a registered dynamo backend; choose one of: "
+            f"{', '.join(sorted(known))}, or pkg.module:fn for your own"
+        )
+
+
+def _check_compile_extras(plan: Plan) -> None:
+    """`compile.options` keys exist in this torch; `compile.scope=regions` has its API here."""
+    for job in plan.jobs:
+        check_options(job.cfg.compile.options)
+        if job.cfg.compile.scope == "regions" and not regions_supported():
+            raise ConfigError(
+                "compile.scope=regions needs torch.compiler.nested_compile_region; "
+                f"torch {torch.__version__} lacks it (choose compile.scope=model or blocks)"
+            )
+
+
+def check_plan(plan: Plan) -> None:
+    """Every job of the plan can run here, with this launcher."""
+    launcher = make_launcher(plan.base, plan.sweep_dir)
+    if isinstance(launcher, SlurmLauncher):
+        launcher.check_cluster(plan.base.sweep.dry_run)
+    workloads: dict[str, WorkloadConfig] = {}
+    backends: set[tuple[str, str | None]] = set()
+    for job in plan.jobs:
+        cfg = job.cfg
+        launcher.check(cfg)
+        path = cfg.workload.path
+        if path and not Path(path).is_dir():
+            raise ConfigError(f"workload.path={path} does not exist (or is not a directory)")
+        workloads.setdefault(json.dumps(job.config["workload"], sort_keys=True, default=str), cfg.workload)
+        backends.add((cfg.compile.backend, path))
+    for workload in workloads.values():  # each distinct workload once: its preset, class, arguments
+        with user_code(workload.path):  # forgotten after: each job imports its own copy
+            check_workload(workload)
+    for backend, path in backends:
+        if ":" in backend:
+            with user_code(path):
+                import_target(backend, "compile.backend")
+        else:
+            _check_backend(backend)
+    _check_compile_extras(plan)
+
+
+def check_sweep_dir(sweep_dir: Path) -> None:
+    """Create the sweep directory, or say in one line why it cannot be used."""
+    if sweep_dir.exists() and not sweep_dir.is_dir():
+        raise ConfigError(f"sweep.dir={sweep_dir} is a file, not a directory")
+    try:
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        probe = sweep_dir / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise ConfigError(f"sweep.dir={sweep_dir} cannot be written: {e.strerror or e}") from None

@@ -1,0 +1,117 @@
+"""The launchers of this host: `local` (one subprocess per job, submitit's LocalExecutor, placed on
+free GPUs) and `debug` (in this process, one job after another, for a debugger)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import submitit
+import torch
+
+from orchestrator.config.schema import Config
+from orchestrator.config.spec import JobSpec
+from orchestrator.core.failures import ConfigError
+from orchestrator.job.worker import run_job
+from orchestrator.launch import ledger
+from orchestrator.launch.diagnosis import Attempt
+from orchestrator.launch.launcher import Launcher, uses_cuda
+
+WATCHDOG_GRACE_S = 60.0
+"""Seconds past a local job's time limit (all its requeues) before the orchestrator kills it."""
+
+
+class LocalLauncher(Launcher):
+    """One subprocess per job on this host (submitit's LocalExecutor), placed on free GPUs."""
+
+    name = "local"
+    places_gpus = True
+    pid_jobs = True
+
+    def executor(self) -> submitit.Executor:
+        return submitit.LocalExecutor(folder=self.folder, max_num_timeout=self.base.launcher.max_requeues)
+
+    def parameters(self, spec: JobSpec) -> dict[str, Any]:
+        cfg = spec.cfg
+        timeout_s = cfg.bench.timeout_s
+        return {
+            "tasks_per_node": cfg.parallel.ranks_per_node if cfg.parallel.world_size > 1 else 1,
+            "gpus_per_node": self.gpus(spec),
+            "timeout_min": timeout_s / 60,
+            "signal_delay_s": int(min(30, max(1, timeout_s / 4))),
+        }
+
+    def ended(self, attempt: Attempt) -> bool:
+        if attempt.job.done():
+            return True
+        # Watchdog over submitit's own timeout: its requeues included, plus a grace period.
+        limit = attempt.spec.cfg.bench.timeout_s * (self.base.launcher.max_requeues + 1) + WATCHDOG_GRACE_S
+        if time.time() - attempt.started > limit:
+            attempt.job.cancel(check=False)
+            attempt.failure = ("timeout", f"killed by the orchestrator after {limit:.0f} s")
+            return True
+        return False
+
+    def check(self, cfg: Config) -> None:
+        super().check(cfg)
+        world, ranks = cfg.parallel.world_size, cfg.parallel.ranks_per_node
+        gpus, cores = torch.cuda.device_count(), os.cpu_count() or 1
+        if uses_cuda(cfg) and world > gpus and not self.base.launcher.gpus_per_node:
+            raise ConfigError(
+                f"parallel.ranks_per_node={ranks} needs {world} GPUs; this machine has {gpus} "
+                f"(launcher.gpus_per_node={gpus or 1} lets ranks share them: the code path, not scaling)"
+            )
+        if not uses_cuda(cfg) and world > cores:
+            raise ConfigError(
+                f"parallel.ranks_per_node={ranks} starts {world} CPU ranks; this machine has {cores} cores "
+                f"(at most one rank per core)"
+            )
+
+    @classmethod
+    def cancel(cls, sweep_dir: Path, entry: dict) -> bool:
+        try:
+            os.kill(int(entry["job_id"]), signal.SIGINT)  # submitit's own cancel of a local controller
+        except ProcessLookupError:
+            return False
+        return True
+
+    @classmethod
+    def stop_orphans(cls, sweep_dir: Path) -> int:
+        return ledger.stop_orphans(sweep_dir)
+
+
+class DebugLauncher(LocalLauncher):
+    """In this process, one job after another (submitit's DebugExecutor), for a debugger."""
+
+    name = "debug"
+    places_gpus = False
+    pid_jobs = False
+
+    def executor(self) -> submitit.Executor:
+        return submitit.DebugExecutor(folder=self.folder)
+
+    def task(self) -> Callable[[JobSpec], Any]:
+        return run_job  # no supervisor: the job runs here, where a debugger can stop in it
+
+    def ended(self, attempt: Attempt) -> bool:
+        """A debug job runs when its result is asked for: here, and it has ended when this returns."""
+        try:
+            attempt.job.result()
+        except Exception as e:  # the worker records its own failures; this is a crash around it
+            attempt.failure = ("crash", f"{type(e).__name__}: {e}")
+        return True
+
+    def check(self, cfg: Config) -> None:
+        super().check(cfg)
+        if cfg.parallel.world_size > 1:
+            raise ConfigError(
+                f"parallel.strategy={cfg.parallel.strategy} needs launcher=local or slurm (debug: in-process)"
+            )
+
+    @classmethod
+    def stop_orphans(cls, sweep_dir: Path) -> int:
+        return 0  # its jobs died with the orchestrator that ran them

@@ -1,0 +1,99 @@
+"""The sweep's table: every job's result read once into one DataFrame, with the scaling efficiency
+of distributed rows; written as results.jsonl (every field), results.csv and (with pyarrow)
+results.parquet (their scalar fields).
+
+The DataFrame keeps each result whole, lists and mappings included (break reasons, loss curves,
+timings, top kernels), so that nothing downstream (verdict, dashboard, compare) reads a result file
+again."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from orchestrator.core.files import json_safe, read_plan, read_result
+from orchestrator.core.numbers import present
+
+# Columns the table adds to the results' own fields.
+TABLE_COLUMNS = ("scaling_efficiency",)
+NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def _number(value: Any) -> Any:
+    """NaN and infinities, which result files hold as strings (JSON has none), back as floats, so a
+    column of figures stays numeric (parquet, plots, sorting)."""
+    return NON_FINITE.get(value, value) if isinstance(value, str) else value
+
+
+def gather(sweep_dir: Path) -> pd.DataFrame:
+    """All job results of a sweep directory as one table, in the sweep's own order where known."""
+    rank = {job_id: i for i, job_id in enumerate(read_plan(sweep_dir))}
+    job_dirs = sorted((sweep_dir / "jobs").glob("*"), key=lambda d: (rank.get(d.name, len(rank)), d.name))
+    rows = []
+    for job_dir in job_dirs:
+        result = read_result(job_dir)
+        if result is not None:
+            rows.append({k: _number(v) for k, v in result.items()})
+    df = pd.DataFrame(rows)
+    if not df.empty:
+        df = add_scaling(df)
+    return df
+
+
+def scalar_columns(df: pd.DataFrame) -> list[str]:
+    """The columns whose cells are plain values (no list or mapping): what CSV and parquet hold."""
+    return [c for c in df.columns if not df[c].map(lambda v: isinstance(v, list | dict)).any()]
+
+
+def records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each row as its result had it: the fields it has a value for (NaN and None left out)."""
+    return [{k: v for k, v in row.items() if present(v)} for row in df.to_dict("records")]
+
+
+# What makes a distributed row and its single-process `none` row the same model and settings.
+SCALING_KEYS = ("workload", "model", "size", "task", "dtype", "mode", "dynamic", "batch_size", "seq_len")
+
+
+def add_scaling(df: pd.DataFrame) -> pd.DataFrame:
+    """Scaling efficiency of each distributed row against the `none` row of the same model and settings
+    (none where that row is missing or not unique). One pass over plain tuples: linear in rows."""
+    if "strategy" not in df or "compiled_tokens_per_s" not in df:
+        return df
+    keys = [k for k in SCALING_KEYS if k in df]
+    cells = df[keys].astype(object)
+    rows = list(cells.where(cells.notna(), None).itertuples(index=False, name=None))
+    strategies, samples = df["strategy"].tolist(), df["compiled_samples_per_s"].tolist()
+    worlds = df["world_size"].tolist() if "world_size" in df else [1] * len(df)
+    single: dict[tuple, Any] = {}
+    for key, strategy, value in zip(rows, strategies, samples, strict=True):
+        if strategy == "none":
+            single[key] = None if key in single else value  # two `none` rows: no single baseline
+    effs = []
+    for key, strategy, value, world in zip(rows, strategies, samples, worlds, strict=True):
+        base = single.get(key)
+        effs.append(value / ((world or 1) * base) if strategy != "none" and base else None)
+    df["scaling_efficiency"] = effs
+    return df
+
+
+def write_table(sweep_dir: Path, df: pd.DataFrame) -> Path:
+    """results.jsonl, results.csv (and results.parquet where pyarrow is installed) beside the job folders."""
+    jsonl = sweep_dir / "results.jsonl"  # every field, per-repeat timings and break reasons included
+    tmp = jsonl.with_suffix(".jsonl.tmp")
+    tmp.write_text("".join(json.dumps(json_safe(r), default=str) + "\n" for r in records(df)))
+    os.replace(tmp, jsonl)
+    flat = df[scalar_columns(df)]
+    csv = sweep_dir / "results.csv"
+    tmp = csv.with_suffix(".csv.tmp")
+    flat.to_csv(tmp, index=False)
+    os.replace(tmp, csv)
+    try:
+        flat.to_parquet(sweep_dir / "results.parquet", index=False)
+    except ImportError:
+        pass  # parquet is optional (pip install .[parquet]); the CSV is the canonical table
+    return csv

@@ -1,0 +1,142 @@
+"""The results table as text: one cell format (3 significant digits), swept axes as columns,
+settings every row shares in the caption, and no line wider than PLAIN_WIDTH off a terminal."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from orchestrator.core.numbers import present
+from orchestrator.job.result import header
+from orchestrator.results.present import (
+    PLAIN_WIDTH,
+    axis_text,
+    ci_text,
+    in_mode_order,
+    join_values,
+    sig,
+    with_axes,
+)
+
+# Columns of the printed table: (result key, header), each header the one its result field
+# declares (job/result.py). Settings first, then the figures; `speedup_ci` is the CI's two ends.
+SETTING_COLUMNS = [
+    (k, header(k)) for k in ("workload", "model", "size", "task", "dtype", "mode", "dynamic", "strategy")
+]
+FIGURE_COLUMNS = [(k, header(k)) for k in ("compile_s", "eager_ms", "compiled_ms", "speedup")]
+FIGURE_COLUMNS += [("speedup_ci", "95% CI")]
+FIGURE_COLUMNS += [
+    (k, header(k)) for k in ("parity_ok", "graph_breaks", "dyn_recompiles", "iso_ok", "status")
+]
+# Plain output: the figures least needed go first when a line would be wider than PLAIN_WIDTH.
+DROP_ORDER = ("dyn_recompiles", "graph_breaks", "parity_ok", "eager_ms", "compiled_ms", "compile_s")
+CELL_WIDTH = 36
+
+
+def isolation_flag(iso_ok: Any) -> str:
+    """'!' for a job measured next to a foreign process, throttled, or on a busy host (job/isolation.py)."""
+    return "!" if present(iso_ok) and not bool(iso_ok) else ""
+
+
+def format_cell(row: pd.Series, key: str) -> str:
+    """A table cell: numbers to 3 significant digits, counts as integers, '-' when absent."""
+    if key == "speedup_ci":
+        text = ci_text(row.get("speedup_ci_low"), row.get("speedup_ci_high"))
+        apart = present(row.get("interleaved")) and not bool(row.get("interleaved"))
+        return text + " apart" if apart else text  # the sides ran one after the other
+    if key == "iso_ok":
+        return isolation_flag(row.get(key)) or "-"  # the column shows only where a job is flagged
+    value = row.get(key)
+    if not present(value):
+        return "-"
+    if key in ("graph_breaks", "dyn_recompiles"):
+        return f"{value:.0f}"
+    return sig(value) if isinstance(value, int | float) and not isinstance(value, bool) else axis_text(value)
+
+
+def table_cells(
+    df: pd.DataFrame, plan: dict[str, dict]
+) -> tuple[list[tuple[str, str]], list[list[str]], str]:
+    """(columns, rows of cells, caption): swept axes as columns; settings all rows share go in the caption."""
+    df, swept = with_axes(df, plan)
+    df = in_mode_order(df, join_values(df, [c for c in swept if c != "mode"]))
+    settings = SETTING_COLUMNS + [(c, c) for c in swept if c not in {k for k, _ in SETTING_COLUMNS}]
+    cells = {k: [format_cell(row, k) for _, row in df.iterrows()] for k, _ in settings + FIGURE_COLUMNS}
+    shared = [(k, h) for k, h in settings if len(df) > 1 and len(set(cells[k])) == 1]
+    columns = [c for c in settings + FIGURE_COLUMNS if c not in shared]
+    # Leave out figures with nothing to say in this sweep (e.g. recompiles without a shape schedule).
+    columns = [(k, h) for k, h in columns if any(c != "-" for c in cells[k]) or k == "status"]
+    rows = [[cells[k][i] for k, _ in columns] for i in range(len(df))]
+    caption = " ".join(f"{h}={cells[k][0]}" for k, h in shared if cells[k][0] != "-")
+    return columns, rows, caption
+
+
+def _cut(cell: str, cap: int) -> str:
+    return cell if len(cell) <= cap else cell[: cap - 3] + "..."
+
+
+def plain_table(columns: list[tuple[str, str]], rows: list[list[str]], width: int = PLAIN_WIDTH) -> list[str]:
+    """Columns apart by two spaces, narrowed to `width`: figures left out (least needed first),
+    then long cells cut shorter, until it fits."""
+    keep, cap = list(range(len(columns))), CELL_WIDTH
+
+    def render() -> list[str]:
+        cut = [[_cut(c, cap) for c in r] for r in rows]
+        widths = [max([len(columns[i][1]), *(len(r[i]) for r in cut)]) for i in keep]
+        numeric = [all(r[i][:1].isdigit() or r[i] == "-" for r in cut) for i in keep]
+        lines = []
+        for cells in [[h for _, h in columns], *cut]:
+            parts = [
+                c.rjust(w) if num else c.ljust(w)
+                for c, w, num in zip([cells[i] for i in keep], widths, numeric, strict=True)
+            ]
+            lines.append("  ".join(parts).rstrip())
+        return lines
+
+    lines = render()
+    drop = [k for k in DROP_ORDER if k in {c[0] for c in columns}]
+    while max(map(len, lines)) > width and (drop or cap > 8):
+        if drop:
+            key = drop.pop(0)
+            keep = [i for i in keep if columns[i][0] != key]
+        else:
+            cap -= 4
+        lines = render()
+    left_out = [h for i, (_, h) in enumerate(columns) if i not in keep]
+    return lines + (
+        [f"(left out to fit {width} columns: {', '.join(left_out)}; see results.csv)"] if left_out else []
+    )
+
+
+def print_table(
+    df: pd.DataFrame, title: str, console: Any = None, plan: dict[str, dict] | None = None
+) -> None:
+    """The results table: rich on a terminal, plain lines (at most PLAIN_WIDTH wide) otherwise."""
+    console = console or Console()
+    columns, rows, caption = table_cells(df, plan or {})
+    failed = df[df["status"] != "ok"] if "status" in df else df.iloc[0:0]
+    notes = [
+        f"{row['job_id']} {row['status']}: {str(row.get('error')).splitlines()[0]}"
+        for _, row in failed.iterrows()
+    ]
+    if "iso_ok" in df:
+        flagged = df[[isolation_flag(v) == "!" for v in df["iso_ok"]]]
+        notes += [f"{row['job_id']} isolation: {row.get('iso_note')}" for _, row in flagged.iterrows()]
+    if not console.is_terminal:
+        head = textwrap.wrap(f"{title}: {len(df)} job(s)" + (f"; {caption}" if caption else ""), PLAIN_WIDTH)
+        for line in [*head, *plain_table(columns, rows), *notes]:
+            console.print(line[:PLAIN_WIDTH], markup=False, highlight=False)
+        return
+    table = Table(title=title, caption=caption or None)
+    for _, head in columns:
+        table.add_column(head, overflow="fold")
+    status_at = [k for k, _ in columns].index("status")
+    for cells in rows:
+        table.add_row(*cells, style=None if cells[status_at] == "ok" else "red")
+    console.print(table)
+    for note in notes:
+        console.print(note, style="red", markup=False)

@@ -1,0 +1,67 @@
+"""The result's types drive its documentation and its table: every field docs/results.md documents is
+a field of the types (job/result.py), and every field of the types is documented; a real result
+file has exactly the fields its sections declare."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import ROOT
+
+from orchestrator.job.result import FIELDS, JobResult, Parity, Speed, header, result_fields
+from orchestrator.results.table import TABLE_COLUMNS
+
+DOC = ROOT / "docs" / "results.md"
+
+
+def documented_fields() -> set[str]:
+    """The fields in the first column of docs/results.md's tables, up to the verdict's section (the
+    keys of verdict.json, not of a result). `{eager,compiled}_x` is both sides; `_y` after it is the
+    same sides again (`{eager,compiled}_p50_ms`, `_p90_ms`)."""
+    text = DOC.read_text().split("\n## Verdict")[0]
+    fields: set[str] = set()
+    for line in text.splitlines():
+        if not line.startswith("| `"):
+            continue
+        sides: list[str] = []
+        for token in re.findall(r"`([^`]+)`", line.split("|")[1]):
+            if m := re.fullmatch(r"\{([\w,]+)\}(\w+)", token):
+                sides = m.group(1).split(",")
+                fields |= {side + m.group(2) for side in sides}
+            elif token.startswith("_") and sides:
+                fields |= {side + token for side in sides}
+            else:
+                fields.add(token)
+    return fields
+
+
+def test_the_doc_parser_reads_sides_and_their_continuations():
+    assert {"eager_p50_ms", "compiled_p90_ms", "eager_p99_ms", "speedup"} <= documented_fields()
+
+
+def test_every_documented_field_is_a_field_of_the_types_and_vice_versa():
+    documented = {f for f in documented_fields() if "/" not in f and "." not in f} - set(TABLE_COLUMNS)
+    declared = set(FIELDS)
+    assert not documented - declared, f"documented, not in job/result.py: {sorted(documented - declared)}"
+    assert not declared - documented, f"in job/result.py, not documented: {sorted(declared - documented)}"
+
+
+def test_a_result_dict_has_exactly_the_fields_of_its_sections():
+    r = JobResult(speed=Speed(speedup=1.5), parity=Parity(parity_ok=True)).to_dict()
+    declared = {rf.key for rf in result_fields() if rf.section in ("identity", "outcome", "speed", "parity")}
+    assert set(r) == declared, "a section that ran has all its fields; one that did not, none"
+    assert r["speedup"] == 1.5 and r["eager_ms"] is None and "graph_breaks" not in r
+
+
+def test_headers_come_from_the_types_and_an_unknown_key_fails():
+    assert header("eager_ms") == "eager ms" and header("strategy") == "parallel"
+    with pytest.raises(KeyError):
+        header("no_such_field")
+
+
+def test_a_real_result_file_has_only_declared_fields(initargs_sweep):
+    from conftest import results
+
+    for r in results(initargs_sweep).values():
+        assert set(r) <= set(FIELDS), sorted(set(r) - set(FIELDS))

@@ -1,0 +1,164 @@
+"""What a step feeds a model and what training optimizes: positional or named inputs, and the loss.
+
+A workload's inputs are a tuple (positional, `model(*inputs)`) or a dict (keywords,
+`model(**inputs)`, as Hugging Face models take them). For `train`, the model is wrapped in
+`TaskLoss`: its forward returns the loss its output carries (`loss_of`), or the user's
+`workload.loss` function's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from orchestrator.core.failures import ConfigError
+
+Inputs = tuple[torch.Tensor, ...] | dict[str, torch.Tensor]
+DTYPES = {"float": torch.float32, "long": torch.long, "int": torch.int32, "bool": torch.bool}
+
+
+def call(model: nn.Module, inputs: Inputs) -> Any:
+    """One forward: keywords for named inputs, positions otherwise."""
+    return model(**inputs) if isinstance(inputs, dict) else model(*inputs)
+
+
+def tensors_of(inputs: Inputs) -> list[torch.Tensor]:
+    return list(inputs.values()) if isinstance(inputs, dict) else list(inputs)
+
+
+def map_inputs(inputs: Inputs, fn: Callable[[torch.Tensor], torch.Tensor]) -> Inputs:
+    """The same inputs, each tensor through `fn` (to a device, in fp64, reversed on the batch...)."""
+    if isinstance(inputs, dict):
+        return {k: fn(v) for k, v in inputs.items()}
+    return tuple(fn(t) for t in inputs)
+
+
+def first_tensor(out: Any) -> torch.Tensor | None:
+    """The first tensor of an output: itself, a tuple's or list's first, a mapping's first value."""
+    if isinstance(out, torch.Tensor):
+        return out
+    if isinstance(out, Mapping):
+        out = list(out.values())
+    if isinstance(out, tuple | list):
+        for item in out:
+            if (t := first_tensor(item)) is not None:
+                return t
+    return None
+
+
+def loss_of(out: Any) -> torch.Tensor:
+    """The loss a model's output carries, by a stated rule: a `loss` entry (a Hugging Face
+    `ModelOutput` or any mapping with labels given), else a scalar output as it is, else the mean of
+    squares of its first tensor (a stand-in objective for a model that returns no loss)."""
+    loss = out.get("loss") if isinstance(out, Mapping) else getattr(out, "loss", None)
+    if isinstance(loss, torch.Tensor):
+        return loss
+    tensor = first_tensor(out)
+    if tensor is None:
+        raise TypeError(f"the model's output ({type(out).__name__}) holds no tensor to train on")
+    if tensor.dim() == 0:
+        return tensor
+    return tensor.float().square().mean()
+
+
+class TaskLoss(nn.Module):
+    """Training: forward returns the wrapped model's loss (`loss_fn(output, inputs)` if given)."""
+
+    def __init__(self, inner: nn.Module, loss_fn: Callable[[Any, Any], torch.Tensor] | None = None) -> None:
+        super().__init__()
+        self.inner = inner
+        self.loss_fn = loss_fn
+
+    def forward(self, *args: Any, **kwargs: Any) -> torch.Tensor:
+        out = self.inner(*args, **kwargs)
+        if self.loss_fn is not None:
+            return self.loss_fn(out, kwargs or args)
+        return loss_of(out)
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One random input: its shape (batch first), dtype, and the range or constant of its values."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float"
+    high: int | None = None
+    """Upper bound (exclusive) of random integers; `workload.vocab` when not given."""
+    fill: float | None = None
+    """A constant instead of random values (an attention mask of ones)."""
+
+    def make(self, shape: list[int], device: torch.device, vocab: int) -> torch.Tensor:
+        dtype = DTYPES[self.dtype]
+        if self.fill is not None:
+            return torch.full(shape, self.fill, dtype=dtype, device=device)
+        if dtype.is_floating_point:
+            return torch.randn(shape, dtype=dtype, device=device)
+        if dtype == torch.bool:
+            return torch.rand(shape, device=device) < 0.5
+        return torch.randint(0, self.high or vocab, shape, dtype=dtype, device=device)
+
+
+def parse_inputs(
+    spec: Any, dtype: str = "float", key: str = "workload.inputs"
+) -> list[tuple[str | None, InputSpec]]:
+    """`[[8, 64], ...]` (positional shapes) or `{name: [8, 64] | {shape, dtype, high, fill}}` (named);
+    `dtype` is a bare shape's; a bad entry is one ConfigError line naming it."""
+    if isinstance(spec, Mapping):
+        return [(str(name), _one(value, f"{key}.{name}", dtype)) for name, value in spec.items()]
+    if spec and isinstance(spec, list | tuple) and all(isinstance(s, list | tuple) for s in spec):
+        return [(None, _one(s, f"{key}[{i}]", dtype)) for i, s in enumerate(spec)]
+    raise ConfigError(
+        f"{key}={spec!r} is not valid; give a list of shapes ([[8,64]]) or named inputs "
+        "({x: [8,64]} or {input_ids: {shape: [8,128], dtype: long, high: 1000}})"
+    )
+
+
+def _one(value: Any, key: str, bare_dtype: str) -> InputSpec:
+    if isinstance(value, Mapping):
+        unknown = set(value) - {"shape", "dtype", "high", "fill"}
+        if unknown or "shape" not in value:
+            raise ConfigError(f"{key}: give shape and any of dtype, high, fill (got {sorted(value)})")
+        shape, dtype = value["shape"], str(value.get("dtype", "float"))
+        if dtype not in DTYPES:
+            raise ConfigError(f"{key}.dtype={dtype} is not valid; choose one of: {', '.join(DTYPES)}")
+        spec = InputSpec(tuple(_shape(shape, key)), dtype, value.get("high"), value.get("fill"))
+        if spec.high is not None and spec.high < 1:
+            raise ConfigError(f"{key}.high={spec.high} is not valid; it must be >= 1")
+        return spec
+    return InputSpec(tuple(_shape(value, key)), bare_dtype)
+
+
+def _shape(shape: Any, key: str) -> list[int]:
+    if (
+        not isinstance(shape, list | tuple)
+        or not shape
+        or not all(isinstance(d, int) and d >= 1 for d in shape)
+    ):
+        raise ConfigError(f"{key}: shape {shape!r} is not valid; give a list of sizes >= 1, e.g. [8,64]")
+    return list(shape)
+
+
+def random_inputs(
+    specs: list[tuple[str | None, InputSpec]],
+    device: torch.device,
+    vocab: int,
+    batch_size: int | None = None,
+    seq_len: int | None = None,
+) -> Inputs:
+    """One step's inputs: each spec's shape with the batch (dim 0) and sequence length (dim 1)
+    replaced where given."""
+    made = []
+    for name, spec in specs:
+        shape = list(spec.shape)
+        if batch_size is not None:
+            shape[0] = batch_size
+        if seq_len is not None and len(shape) > 1:
+            shape[1] = seq_len
+        made.append((name, spec.make(shape, device, vocab)))
+    if all(name is not None for name, _ in made):
+        return {name: t for name, t in made}  # type: ignore[misc]
+    return tuple(t for _, t in made)

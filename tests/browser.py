@@ -35,6 +35,10 @@ document.getElementById('f').addEventListener('load', function () {{
   var d = this.contentDocument;
   document.body.dataset.phone = JSON.stringify({{
     scroll: d.documentElement.scrollWidth, inner: this.contentWindow.innerWidth,
+    answers: Array.from(d.querySelectorAll('#answers li')).map(function (li) {{
+      var r = li.getBoundingClientRect();
+      return {{text: li.textContent, right: r.right, top: r.top}};
+    }}),
     charts: Array.from(d.querySelectorAll('.js-plotly-plot')).map(function (gd) {{
       var svg = gd.querySelector('.main-svg');
       return {{id: gd.id, width: +svg.getAttribute('width'), traces: gd.dataset.traces}};

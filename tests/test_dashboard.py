@@ -5,6 +5,7 @@ a phone's width; and a sweep of thousands of rows stays usable and bounded in si
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import math
 import random
@@ -63,13 +64,15 @@ def test_two_jobs_per_label_plot_their_own_values(initargs_sweep, tmp_path):
     hidden = attr(dom, "hidden-charts", "class") and dom.split('id="hidden-charts"')[1].split("</p>")[0]
     assert "Graph breaks: No graph breaks" in hidden and "CUDA only" in hidden
 
-    # The answer first: the best compiled setting of each model.
-    _, best, _ = grid_rows(dom, "best")
-    assert sorted((row[0].split()[-1], row[1]) for row in best) == [
-        ("hidden=32", "default"),
-        ("hidden=64", "default"),
-    ]
-    assert dom.index('id="best"') < dom.index('id="chart-speedup"') < dom.index('id="results"')
+    # The answer first, one per model: the verdict's, in words, then its table, then the charts.
+    verdict = json.loads((initargs_sweep / "verdict.json").read_text())
+    answers = re.findall(r"<li\b[^>]*>(.*?)</li>", dom.split('id="answers"')[1].split("</ol>")[0], re.S)
+    assert len(answers) == 2 and [v["model"] for v in verdict["models"]] == ["hidden=64", "hidden=32"]
+    for text, v in zip(answers, verdict["models"], strict=True):
+        assert html.unescape(re.sub("<[^>]+>", "", text)).startswith(f"{v['model']}: ")
+    assert "id=\"best\"" not in dom, "no second answer beside the verdict"
+    order = [dom.index(f'id="{key}"') for key in ("answers", "verdict", "chart-speedup", "results")]
+    assert order == sorted(order), "the answers, the verdict, the charts, every job"
 
     headers, rows, hrefs = grid_rows(dom, "results")
     assert headers[:6] == ["label", "mode", "speedup", "95% CI", "compile s", "status"], "key columns first"
@@ -93,6 +96,8 @@ def test_dashboard_at_1280_and_at_a_phone_width(initargs_sweep, tmp_path):
     assert screenshot(phone.as_uri(), shots / "phone.png", tmp_path / "p2", 500, 2400) == (500, 2400)
     layout = json.loads(body_data(dump_dom(phone.as_uri(), tmp_path / "p3", width=500), "phone"))
     assert layout["inner"] == 390 and layout["scroll"] <= 390, "nothing wider than the phone"
+    first = layout["answers"][0]
+    assert first["right"] <= 390 and first["top"] < 400, "the first answer is read at a phone's width, on top"
     assert layout["charts"] and all(c["width"] <= 390 for c in layout["charts"]), layout["charts"]
     speedup = next(c for c in layout["charts"] if c["id"] == "chart-speedup")
     assert {t["name"] for t in json.loads(speedup["traces"])} == {"eager", "default"}

@@ -170,3 +170,42 @@ def test_a_sharded_tensor_gathered_through_host_memory_is_whole(tmp_path):
         assert torch.equal(g["host"], whole) and torch.equal(g["full"], whole)
     plain = torch.ones(2)
     assert full_tensor(plain) is plain
+
+
+def test_fsdp2_shards_a_transformers_models_nested_blocks_and_refuses_a_model_without(tmp_path, fast):
+    """A tiny Llama (its blocks at model.layers) under FSDP2 over gloo, each block compiled and sharded;
+    a model without repeated blocks is refused in one line, not sharded at the root alone."""
+    proc = run_cli(
+        [
+            "parallel=fsdp",
+            "workload=hf",
+            "workload.model=LlamaForCausalLM",
+            "compile.backend=aot_eager",
+            *fast,
+            "sweep.report=false",
+        ],
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (r,) = by_label(tmp_path / "sweeps" / "default").values()
+    assert r["status"] == "ok" and r["world_size"] == 2, r["error"]
+    assert r["blocks"] == "model.layers (2 x LlamaDecoderLayer)" and r["parity_ok"]
+    flat = run_cli(
+        [
+            "parallel=fsdp",
+            "workload=module",
+            f"workload.path={TESTS}",
+            "workload.inputs=[[4,32]]",
+            "workload.target=user_models:MLP",
+            "compile.mode=eager",
+            *fast,
+            "sweep.report=false",
+            "sweep.name=flat",
+        ],
+        cwd=tmp_path,
+        timeout=600,
+    )
+    (bad,) = by_label(tmp_path / "sweeps" / "flat").values()
+    assert flat.returncode == 1 and bad["status"] == "crash"
+    assert "parallel.strategy=fsdp shards each repeated block: none found" in bad["error"], bad["error"]

@@ -25,7 +25,8 @@ def template(initargs_sweep) -> dict:
     """A real compiled job's result, emptied of the figures the plants set."""
     real = next(r for r in results(initargs_sweep).values() if r["mode"] == "default")
     drop = ("graph_breaks", "dyn_recompiles", "dyn_compile_s", "memory_ratio", "compile_warm_s")
-    return {k: v for k, v in real.items() if k not in drop}
+    clean = {k: v for k, v in real.items() if k not in drop}
+    return clean | {"iso_ok": True, "iso_note": None}  # whatever the host was doing when it ran
 
 
 def plant(sweep_dir, template: dict, jobs: list[dict]) -> None:
@@ -50,8 +51,15 @@ def verdict_of(sweep_dir, **kw) -> dict:
 
 
 def gain(mode: str, speedup: float, low: float, high: float, compile_s: float, **kw) -> dict:
-    return dict(mode=mode, speedup=speedup, speedup_ci_low=low, speedup_ci_high=high, compile_s=compile_s,
-                compile_cold_s=compile_s, **kw)  # fmt: skip
+    return dict(
+        mode=mode,
+        speedup=speedup,
+        speedup_ci_low=low,
+        speedup_ci_high=high,
+        compile_s=compile_s,
+        compile_cold_s=compile_s,
+        **kw,
+    )
 
 
 CONTROL = dict(mode="eager", speedup=1.0, speedup_ci_low=0.99, speedup_ci_high=1.01, compile_s=0.0)
@@ -163,12 +171,15 @@ def test_real_sweep_prints_writes_and_shows_the_verdict(initargs_sweep, tmp_path
     models = [v["model"] for v in verdict["models"]]
     assert sorted(models) == ["hidden=32", "hidden=64"]
     for v in verdict["models"]:
-        assert v["outcome"] in ("compile", "eager_cost", "no_gain", "slower"), v
+        # a tiny CPU sweep of 3 repetitions may well not carry a trusted answer: it must say which
+        assert v["outcome"] in ("compile", "eager_cost", "no_gain", "slower", "untrusted"), v
         assert f"verdict {v['model']}: " in stdout
     assert "suite of 2 models" in stdout
     page = (initargs_sweep / "dashboard.html").read_text()
     data = json.loads(re.search(r"id='verdict-data'>(.*?)</script>", page).group(1).replace("<\\/", "</"))
-    assert [row[0] for row in data["rows"]] == models and page.index("verdict-data") < page.index("id='best'")
+    assert [row[0] for row in data["rows"]] == models and page.index("verdict-data") < page.index(
+        "id='results'"
+    )
 
     # Recomputed from the finished directory for a longer run: new file, new lines, new page.
     sweep = tmp_path / "copy"
@@ -181,3 +192,92 @@ def test_real_sweep_prints_writes_and_shows_the_verdict(initargs_sweep, tmp_path
     bad = run_cli(["verdict", str(sweep), "verdict.cache=hot"], cwd=tmp_path)
     assert bad.returncode == 2
     assert bad.stderr.strip() == "error: verdict.cache='hot' is not valid; choose one of: cold, warm"
+
+
+def test_a_biased_control_turns_the_answer_into_no_trustworthy_answer(template, tmp_path):
+    biased = dict(CONTROL, speedup=1.3, speedup_ci_low=1.2, speedup_ci_high=1.4)
+    plant(tmp_path, template, [biased, gain("default", 1.6, 1.5, 1.7, 5.0)])
+    (v,) = verdict_of(tmp_path, steps=1_000_000)["models"]
+    assert (v["choice"], v["outcome"]) == ("no trustworthy answer", "untrusted")
+    assert v["why"].startswith(
+        "no trustworthy answer: the eager-against-eager control reads 1.3x [1.20-1.40]"
+    )
+    assert "launcher.max_parallel=1" in v["why"] and "best measured: default 1.6x" in v["why"]
+    printed = lines(verdict_of(tmp_path, steps=1_000_000))
+    assert printed[1].startswith("verdict gpt gpt2 train fp32 none: no trustworthy answer: the eager-against")
+
+
+def test_a_clean_sweep_still_gets_its_answer(template, tmp_path):
+    plant(tmp_path, template, [CONTROL, gain("default", 1.6, 1.5, 1.7, 5.0)])
+    (v,) = verdict_of(tmp_path, steps=1_000_000)["models"]
+    assert (v["choice"], v["outcome"]) == ("default", "compile") and v["distrust"] == []
+
+
+def test_a_busy_host_or_a_wide_ci_is_no_trustworthy_answer(template, tmp_path):
+    busy = gain("default", 1.6, 1.5, 1.7, 5.0, iso_ok=False, iso_note="host busy: load 3.10 on 2 cores")
+    plant(tmp_path / "busy", template, [CONTROL, busy])
+    (v,) = verdict_of(tmp_path / "busy", steps=1_000_000)["models"]
+    assert (
+        v["outcome"] == "untrusted" and "1 of 2 job(s) not alone when timed (host busy: load 3.10" in v["why"]
+    )
+    plant(tmp_path / "wide", template, [CONTROL, gain("reduce-overhead", 1.66, 1.16, 2.15, 5.0)])
+    (w,) = verdict_of(tmp_path / "wide", steps=1_000_000)["models"]
+    assert w["outcome"] == "untrusted" and "spans 60% of it, over 25%" in w["why"]
+    assert "bench.repeats=20" in w["why"]
+    (loose,) = verdict_of(tmp_path / "wide", steps=1_000_000, max_ci_width=1.0)["models"]
+    assert loose["outcome"] == "compile", "the bound is the user's to set"
+
+
+def test_risks_from_numpy_typed_rows_against_the_rule_that_decided():
+    import numpy as np
+    import pandas as pd
+
+    from orchestrator.analysis.verdict import risks
+
+    row = pd.Series(
+        {
+            "graph_breaks": np.int64(2),
+            "dyn_recompiles": np.int64(3),
+            "dyn_shapes": np.int64(7),
+            "dyn_compile_s": np.float64(4.0),
+            "cudagraph_skips": np.int64(1),
+            "memory_ratio": np.float64(1.3),
+            "compiled_peak_gib": np.float64(9.0),
+            "break_reasons": [{"reason": "Unsupported: print"}],
+        }
+    )
+    said = risks(row)
+    assert said[0] == "2 graph break(s) (top: Unsupported: print)"
+    assert any(r.startswith("3 recompile(s) over the 7-shape schedule") for r in said)
+    assert any(r.startswith("CUDA graphs skipped 1x") for r in said) and any(
+        "memory up 1.30x" in r for r in said
+    )
+    # Passed by the tolerance of eager: judged against that tolerance, not against the fp64 rule's limit.
+    by_tol = pd.Series(
+        {
+            "parity_rule": "within tol of eager",
+            "parity_vs_eager": np.float64(1e-6),
+            "parity_tol": 1e-4,
+            "parity_err": np.float64(3.5e-3),
+            "parity_limit": np.float64(1e-3),
+        }
+    )
+    assert risks(by_tol) == []
+    thin = by_tol.copy()
+    thin["parity_vs_eager"] = np.float64(8e-5)
+    assert risks(thin) == ["parity margin thin: error 80% of its limit (tolerance of eager)"]
+
+
+def test_settings_that_failed_are_named_with_their_class(template, tmp_path):
+    plant(
+        tmp_path,
+        template,
+        [
+            CONTROL,
+            dict(mode="default", status="parity_fail", parity_ok=False),
+            dict(mode="max-autotune", status="crash"),
+        ],
+    )
+    (v,) = verdict_of(tmp_path)["models"]
+    assert v["outcome"] == "none_passed"
+    assert v["why"] == "no compiled setting passed: default (parity_fail), max-autotune (crash)"

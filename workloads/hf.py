@@ -172,6 +172,8 @@ def make_inputs_fn(cfg: WorkloadConfig, config: Any, task: str, train: bool, dev
         out = {"input_ids": torch.randint(0, vocab, (batch, t), device=device)}
         if cfg.attention_mask:
             out["attention_mask"] = torch.ones(batch, t, dtype=torch.long, device=device)
+        if task == "seq2seq" and not labels:  # the decoder's inputs, which labels would give it
+            out["decoder_input_ids"] = torch.randint(0, vocab, (batch, t), device=device)
         if not labels or task == "base":
             return out
         if task in ("masked_lm", "seq2seq", "token_cls"):

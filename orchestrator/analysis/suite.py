@@ -5,11 +5,12 @@ graph breaks)."""
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 import pandas as pd
 
-from orchestrator.core.numbers import is_false, number
+from orchestrator.core.numbers import geomean, is_false, number
 from orchestrator.core.stats import geomean_ci
 from orchestrator.results.present import axis_text, ci_text, sig
 
@@ -74,6 +75,8 @@ def suite_summary(df: pd.DataFrame, settings: list[str]) -> dict[str, Any]:
                 "pass_rate": ok["_model"].nunique() / part["_model"].nunique(),
                 "geomean_speedup": g,
                 "ci": [low, high],
+                "compile_s_median": _median(ok.get("compile_s")),
+                "memory_ratio_geomean": geomean(ok["memory_ratio"]) if "memory_ratio" in ok else None,
             }
         )
         for _, r in ok.iterrows():
@@ -81,9 +84,15 @@ def suite_summary(df: pd.DataFrame, settings: list[str]) -> dict[str, Any]:
     return {"models": int(df["_model"].nunique()), "settings": rows, "flags": flags}
 
 
+def _median(values: pd.Series | None) -> float | None:
+    known = [v for v in map(number, values if values is not None else []) if v is not None]
+    return statistics.median(known) if known else None
+
+
 def suite_lines(suite: dict[str, Any], width: int) -> list[str]:
     parts = [
-        f"{s['setting']} {sig(s['geomean_speedup'])}x [{ci_text(*s['ci'])}] pass {s['passed']}/{s['models']}"
+        f"{s['setting']} {sig(s['geomean_speedup'])}x [{ci_text(*s['ci'])}] "
+        f"pass {s['passed']}/{s['models']}, compile {sig(s.get('compile_s_median'))} s"
         for s in suite["settings"]
     ]
     out = [f"suite of {suite['models']} models, geomean speedup: " + " · ".join(parts)]
@@ -100,6 +109,8 @@ def suite_table(suite: dict[str, Any]) -> pd.DataFrame:
                 "geomean speedup": s["geomean_speedup"],
                 "95% CI": ci_text(*s["ci"]),
                 "pass rate": f"{s['passed']}/{s['models']}",
+                "median compile s": s.get("compile_s_median"),
+                "memory ratio (geomean)": s.get("memory_ratio_geomean"),
                 "flags": sum(f["setting"] == s["setting"] for f in suite["flags"]),
             }
             for s in suite["settings"]

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from orchestrator.analysis.suite import MEMORY_RATIO, passed_job, setting_text, suite_lines, suite_summary
+from orchestrator.analysis.trust import distrust, remedy
 from orchestrator.config.schema import VerdictConfig
 from orchestrator.core.files import read_plan, write_json_atomic
 from orchestrator.core.numbers import is_false, number, payback_steps, saved_per_step_s
@@ -75,6 +76,9 @@ def assess(row: pd.Series, vc: VerdictConfig) -> dict[str, Any]:
         "compile_s": cost,
         "compile_kind": cost_kind,
         "saved_per_step_ms": per_step * 1000 if per_step is not None else None,
+        "saved_per_step_ci_ms": [
+            s * 1000 if (s := saved_per_step_s(eager_ms, x)) is not None else None for x in (low, high)
+        ],
         "net_saved_s": net(speedup),
         "net_saved_ci_s": [net(low), net(high)],
         "payback_steps": payback_steps(cost, per_step),
@@ -85,6 +89,18 @@ def _listed(row: pd.Series, key: str) -> list:
     """A list field of a table row ([] where the job has none)."""
     value = row.get(key)
     return value if isinstance(value, list) else []
+
+
+def parity_margin(row: pd.Series) -> tuple[float | None, float | None, str]:
+    """The parity error and limit of the rule that passed the job: within the tolerance of eager, or
+    the fp64 rule (a job passed by one rule is not judged against the other's limit)."""
+    if row.get("parity_rule") == "within tol of eager":
+        return number(row.get("parity_vs_eager")), number(row.get("parity_tol")), "tolerance of eager"
+    return (
+        number(row.get("parity_err")),
+        number(row.get("parity_limit")),
+        str(row.get("parity_rule") or "limit"),
+    )
 
 
 def risks(row: pd.Series) -> list[str]:
@@ -106,9 +122,9 @@ def risks(row: pd.Series) -> list[str]:
     ratio = number(row.get("memory_ratio"))
     if ratio is not None and ratio > MEMORY_RATIO:
         out.append(f"memory up {ratio:.2f}x ({_sig(number(row.get('compiled_peak_gib')))} GiB)")
-    err, limit = number(row.get("parity_err")), number(row.get("parity_limit"))
+    err, limit, rule = parity_margin(row)
     if err is not None and limit and err / limit > THIN_MARGIN:
-        out.append(f"parity margin thin: error {err / limit:.0%} of its limit")
+        out.append(f"parity margin thin: error {err / limit:.0%} of its limit ({rule})")
     if is_false(row.get("conv_ok")):
         out.append(
             f"convergence drift: loss off by up to {_sig(number(row.get('conv_divergence')))} "
@@ -129,7 +145,9 @@ def decide(part: pd.DataFrame, settings: list[str], vc: VerdictConfig, sweep_dir
         "failed": [f"{setting_text(r, settings)} ({r['status']})" for _, r in failed.iterrows()],
     }
     if passed.empty:
-        why = "no compiled setting passed" if len(compiled) else "no compiled setting in this sweep"
+        why = f"no compiled setting passed: {', '.join(out['failed'])}" if len(compiled) else (
+            "no compiled setting in this sweep"
+        )  # fmt: skip
         return {**out, "choice": "eager", "outcome": "none_passed", "why": why}
     figures = {i: assess(r, vc) for i, r in passed.iterrows()}
     gains = [i for i in figures if figures[i]["measurable"]]
@@ -155,16 +173,15 @@ def decide(part: pd.DataFrame, settings: list[str], vc: VerdictConfig, sweep_dir
     else:
         choice, outcome = "eager", "no_gain"
         why = f"no measurable gain: best {setting} {gain}, its CI includes 1"
-    control = part[(part["mode"] == "eager") & (part["status"] == "ok")]
-    notes = risks(row)
-    for _, c in control.iterrows():  # eager against eager should read 1: anything else is bias
-        low, high = number(c.get("speedup_ci_low")), number(c.get("speedup_ci_high"))
-        if low is not None and high is not None and (low > 1 or high < 1):
-            notes.append(
-                f"eager control reads {number(c.get('speedup')):.3g}x [{ci_text(low, high)}]: timing bias"
-            )
-    return {**out, "choice": choice, "outcome": outcome, "why": why, "setting": setting,
-            "job_id": row["job_id"], **f, "risks": notes}  # fmt: skip
+    reasons = distrust(part, row, vc)
+    if reasons:  # the measurements cannot carry an answer: say why, and what to do, first
+        said = "; ".join(reason for _, reason in reasons)
+        choice, outcome = "no trustworthy answer", "untrusted"
+        why = (
+            f"no trustworthy answer: {said}; to get one: {remedy(reasons)} (best measured: {setting} {gain})"
+        )
+    answer = {"choice": choice, "outcome": outcome, "why": why, "setting": setting, "job_id": row["job_id"]}
+    return {**out, **answer, **f, "risks": risks(row), "distrust": [r for _, r in reasons]}
 
 
 def compute(df: pd.DataFrame, sweep_dir: Path, vc: VerdictConfig) -> dict[str, Any]:
@@ -198,8 +215,8 @@ def lines(verdict: dict[str, Any]) -> list[str]:
     head = f"verdict for {serving}{verdict['steps']:,} steps, {verdict['cache']} compile"
     out = [head + (f"; every model: {verdict['shared']}" if verdict.get("shared") else "")]
     for v in verdict["models"]:
-        head = f"use {v['choice']}" if v["outcome"] == "compile" else "eager"
-        out.append(f"verdict {v['model']}: {head}: {v['why']}")
+        head = {"compile": f"use {v['choice']}: ", "untrusted": ""}.get(v["outcome"], "eager: ")
+        out.append(f"verdict {v['model']}: {head}{v['why']}")
         label = "risks" if v["outcome"] == "compile" else f"risks of {v.get('setting')}"
         more = ([f"{label}: {'; '.join(v['risks'])}"] if v.get("risks") else []) + (
             [f"failed: {', '.join(v['failed'])}"] if v["failed"] else []

@@ -374,10 +374,16 @@ class VerdictConfig:
     """`infer` only: seconds of serving at full load instead (calls = what eager serves in that time)."""
     cache: VerdictCache = VerdictCache["cold"]
     """Compile cost the run pays: `cold` (an empty cache) or `warm` (a restart on a filled cache)."""
+    max_ci_width: float = 0.25
+    """No answer when the named setting's speedup CI is wider than this fraction of its speedup."""
+    control_tolerance: float = 0.02
+    """No answer when the eager-against-eager control's CI lies wholly beyond 1 +/- this."""
 
     def __post_init__(self) -> None:
         check_min("verdict.steps", self.steps, 1)
         check_min("verdict.serve_s", self.serve_s, 0, strict=True)
+        check_min("verdict.max_ci_width", self.max_ci_width, 0, strict=True)
+        check_min("verdict.control_tolerance", self.control_tolerance, 0)
 
 
 @dataclass

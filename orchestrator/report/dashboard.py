@@ -8,15 +8,20 @@ from pathlib import Path
 import pandas as pd
 
 from orchestrator.core.files import read_plan
-from orchestrator.report import compile_charts, convergence_chart, figures, verdict_section, why_charts
+from orchestrator.report import (
+    answer_chart,
+    compile_charts,
+    convergence_chart,
+    figures,
+    verdict_section,
+    why_charts,
+)
 from orchestrator.report.page import asset, grid, html_table, links, results_columns
-from orchestrator.report.summary import aggregates, best_per_model
+from orchestrator.report.summary import aggregates
 from orchestrator.results.present import (
-    COMPILE_COLUMNS,
     ci_text,
     in_mode_order,
     join_values,
-    model_columns,
     with_axes,
 )
 from orchestrator.results.text import isolation_flag
@@ -101,21 +106,10 @@ def _section(title: str, body: str, note: str = "") -> str:
 def write_dashboard(sweep_dir: Path, df: pd.DataFrame, compare: pd.DataFrame | None = None) -> Path:
     """Write <sweep_dir>/dashboard.html from the results table (and a compare table, if given)."""
     df, swept = prepare(df, sweep_dir)
-    models = model_columns(df, swept)
-    settings = ["mode"] + [
-        c for c in swept if c != "mode" and (c in COMPILE_COLUMNS or c.startswith("compile."))
-    ]
-    best = best_per_model(df, models, settings)
-    best_cols = [(c, c, True) for c in best.columns if c != "job"]
-    sections = [_section(*s) for s in verdict_section.sections(sweep_dir, df)]
-    sections += [
-        _section(
-            f"Best compiled setting per model ({' '.join(models) or 'all jobs'})",
-            grid("best", best, best_cols, page_size=15),
-            "The fastest compiled setting of each model among its jobs that finished ok, with that job's "
-            "speedup, 95% CI, compile cost and break-even steps; 'within noise' when the CI spans 1.",
-        )
-    ]
+    verdict = verdict_section.verdict_of(sweep_dir, df)
+    # One answer per model, first: the verdict's (the page names no other "best" setting).
+    sections = [verdict_section.answers(verdict)]
+    sections += [_section(*s) for s in verdict_section.sections(verdict)]
     aggs = aggregates(in_mode_order(df), swept)
     if aggs:
         tables = "".join(f"<div>{html_table(t, list(t.columns), f'by-{c}')}</div>" for c, t in aggs)
@@ -124,7 +118,7 @@ def write_dashboard(sweep_dir: Path, df: pd.DataFrame, compare: pd.DataFrame | N
         )
     hidden = []
     plotly_js: bool | str = True  # plotly.js inlined once, with the first chart
-    for chart in charts(df, swept) + convergence_chart.charts(df):
+    for chart in [answer_chart.chart(verdict), *charts(df, swept), *convergence_chart.charts(df)]:
         if chart.figure is None:
             hidden.append(f"{chart.title}: {chart.note}")
             continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import pandas as pd
@@ -24,6 +25,15 @@ VERDICT_COLUMNS = [
 ]
 
 
+def answer_words(v: dict) -> str:
+    """A model's answer in a few words: the setting to use, no answer, or eager and why."""
+    if v["outcome"] == "compile":
+        return f"use {v['choice']}"
+    if v["outcome"] == "untrusted":
+        return "no trustworthy answer"
+    return f"eager ({v['outcome'].replace('_', ' ')})"
+
+
 def verdict_table(verdict: dict) -> pd.DataFrame:
     rows = []
     for v in verdict["models"]:
@@ -31,7 +41,7 @@ def verdict_table(verdict: dict) -> pd.DataFrame:
         rows.append(
             {
                 "model": v["model"],
-                "verdict": f"use {v['choice']}" if chosen else f"eager ({v['outcome'].replace('_', ' ')})",
+                "verdict": answer_words(v),
                 "net saved": duration(v.get("net_saved_s")) if chosen else "-",
                 "speedup": v.get("speedup"),
                 "95% CI": ci_text(*(v.get("ci") or [None, None])),
@@ -45,10 +55,24 @@ def verdict_table(verdict: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def sections(sweep_dir: Path, df: pd.DataFrame) -> list[tuple[str, str, str]]:
-    """(title, body, note) of the verdict and the suite summary: verdict.json as the sweep (or the
-    `verdict` command) wrote it, else computed with the default run."""
-    verdict = read_verdict(sweep_dir) or compute(df, sweep_dir, VerdictConfig())
+def verdict_of(sweep_dir: Path, df: pd.DataFrame) -> dict:
+    """verdict.json as the sweep (or the `verdict` command) wrote it, else computed for the default run."""
+    return read_verdict(sweep_dir) or compute(df, sweep_dir, VerdictConfig())
+
+
+def answers(verdict: dict) -> str:
+    """The answer per model in a sentence each, at the top of the page: plain text that wraps at any
+    width (a phone's included), so a reason not to trust it is read before any figure."""
+    items = "".join(
+        f"<li class='{html.escape(v['outcome'])}'><b>{html.escape(str(v['model']))}</b>: "
+        f"{html.escape(answer_words(v))}. {html.escape(v['why'])}</li>"
+        for v in verdict["models"]
+    )
+    return f"<ol id='answers'>{items}</ol>"
+
+
+def sections(verdict: dict) -> list[tuple[str, str, str]]:
+    """(title, body, note) of the verdict table and the suite summary."""
     serving = f"{duration(verdict['serve_s'])} of serving (infer) or " if verdict.get("serve_s") else ""
     run = f"{serving}{verdict['steps']:,} steps, {verdict['cache']} compile"
     shared = f" Every model: {verdict['shared']}." if verdict.get("shared") else ""
@@ -60,16 +84,16 @@ def sections(sweep_dir: Path, df: pd.DataFrame) -> list[tuple[str, str, str]]:
             grid("verdict", table, cols, page_size=15),
             "Per model: the setting that saves the most time over that run net of its compile cost, among "
             "the settings that passed (finished ok, parity ok); eager when none pays back, 'no gain' when "
-            "the best speedup's CI includes 1. Risks are the named setting's. Recompute for another run: "
-            f"python -m orchestrator verdict DIR verdict.steps=N.{shared}",
+            "the best speedup's CI includes 1; no trustworthy answer when the eager control is biased, a "
+            "job was not alone, or the CI is too wide (verdict.max_ci_width). Risks are the named "
+            "setting's. Recompute for another run: python -m orchestrator verdict DIR verdict.steps=N."
+            + shared,
         )
     ]
     suite = verdict.get("suite")
     if suite:
         flags = pd.DataFrame(suite["flags"], columns=["model", "setting", "flag"])
-        body = html_table(
-            suite_table(suite), ["setting", "geomean speedup", "95% CI", "pass rate", "flags"], "suite"
-        )
+        body = html_table(suite_table(suite), list(suite_table(suite).columns), "suite")
         body += html_table(flags, list(flags.columns), "suite-flags") if len(flags) else ""
         note = (
             f"Over {suite['models']} models: the geometric mean of each setting's speedups over the models "

@@ -1,0 +1,44 @@
+"""The answer as a picture: for each model's named setting, the time it saves net of its compile
+against the length of the run, with its 95% CI band and its break-even marked, so a user reads off
+their own run instead of the one the verdict was written for."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from orchestrator.report.figures import Chart, _layout
+
+MAX_LINES = 12  # models drawn; the verdict table has every one
+STEPS = np.logspace(1, 8, 120)  # 10 to 100 million steps (or calls)
+EDGE = {"mode": "lines", "line": {"width": 0}, "hoverinfo": "skip"}
+MARK = {"size": 9, "symbol": "x"}
+
+
+def chart(verdict: dict) -> Chart:
+    title = "Time saved against run length"
+    drawn = [v for v in verdict["models"] if None not in (v.get("saved_per_step_ms"), v.get("compile_s"))]
+    if not drawn:
+        return Chart(title, None, "No compiled setting passed with a speedup to draw.")
+    fig = go.Figure()
+    for v in drawn[:MAX_LINES]:
+        name = f"{v['model']}: {v['setting']}" + (" (untrusted)" if v["outcome"] == "untrusted" else "")
+        cost = v["compile_s"]
+        low, high = (np.nan if x is None else x for x in v.get("saved_per_step_ci_ms") or [None, None])
+        fig.add_scatter(x=STEPS, y=STEPS * high / 1000 - cost, showlegend=False, **EDGE)
+        fig.add_scatter(x=STEPS, y=STEPS * low / 1000 - cost, fill="tonexty", opacity=0.2,
+                        name=f"{name}, 95% CI", **EDGE)  # fmt: skip
+        fig.add_scatter(x=STEPS, y=STEPS * v["saved_per_step_ms"] / 1000 - cost, mode="lines", name=name)
+        if v.get("payback_steps"):
+            fig.add_scatter(x=[v["payback_steps"]], y=[0], mode="markers", marker=MARK,
+                            name=f"{name}: break-even")  # fmt: skip
+    fig.add_hline(y=0, line={"color": "#888", "width": 1})
+    _layout(fig, xaxis_title="steps (or calls) in the run", yaxis_title="seconds saved net of compile")
+    fig.update_xaxes(type="log")
+    capped = f" Showing {MAX_LINES} of {len(drawn)} models." if len(drawn) > MAX_LINES else ""
+    note = (
+        "Per model, the setting its verdict names (or the best measured, where the answer is not trusted): "
+        "seconds saved per step x steps, minus the compile seconds the run pays; the band is the speedup's "
+        "95% CI, the x the break-even." + capped
+    )
+    return Chart(title, fig, note)

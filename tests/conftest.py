@@ -35,6 +35,18 @@ def fast(compile_cache) -> list[str]:
     return [*FAST, "compile.cache=shared", f"compile.cache_dir={compile_cache}"]
 
 
+def wait_until(predicate, timeout_s: float, what: str) -> None:
+    """Wait for an event (a file, a process gone), checking often, failing with `what` at the deadline:
+    never a fixed sleep standing in for the event."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout_s:.0f} s for: {what}")
+        time.sleep(0.05)
+
+
 def run_cli(
     args: list[str], cwd: Path, timeout: float = 600, env: dict | None = None
 ) -> subprocess.CompletedProcess:

@@ -101,28 +101,36 @@ def test_dashboard_renders_in_headless_chromium(review_sweep, tmp_path):
     assert len(png) > 60_000, "a blank page compresses to a few KB; charts and tables do not"
 
 
-def _plant(sweep_dir, slower: float) -> None:
-    """Make the MLP job's compiled side `slower` times slower: figures and per-repetition timings
-    (compare judges speed by the CI of the change, from the timings)."""
+def _steady(sweep_dir, slower: float = 1.0) -> None:
+    """Give the MLP job steady per-repetition timings (eager 10 ms, compiled 5 ms, within 1%), its
+    compiled side `slower` times slower: a change judged by its CI must be decided by the change, not
+    by the noise a busy host put into three repetitions."""
     for path in (sweep_dir / "jobs").glob("*/result.json"):
         result = json.loads(path.read_text())
         if result["status"] == "ok" and result["label"].endswith("MLP"):
-            result["speedup"] /= slower
-            result["compiled_ms"] *= slower
             t = result["timings"]
-            t["compiled_ms"] = [v * slower for v in t["compiled_ms"]]
+            n = len(t["compiled_ms"])
+            t["eager_ms"] = [10.0 * (1 + 0.01 * (i % 3 - 1)) for i in range(n)]
+            t["compiled_ms"] = [5.0 * slower * (1 + 0.01 * ((i + 1) % 3 - 1)) for i in range(n)]
+            result.update(eager_ms=10.0, compiled_ms=5.0 * slower, speedup=2.0 / slower)
             path.write_text(json.dumps(result))
 
 
 def test_compare_catches_a_planted_regression(review_sweep, tmp_path):
-    candidate = tmp_path / "candidate"
-    shutil.copytree(review_sweep, candidate)
-    same = run_cli(["compare", str(review_sweep), str(candidate)], cwd=tmp_path, timeout=120)
+    base, candidate = tmp_path / "base", tmp_path / "candidate"
+    shutil.copytree(review_sweep, base)
+    _steady(base)
+    shutil.copytree(base, candidate)
+    same = run_cli(["compare", str(base), str(candidate)], cwd=tmp_path, timeout=120)
     assert same.returncode == 0, same.stdout + same.stderr
     assert "no regressions" in same.stdout
+    matched = len(list((base / "jobs").glob("*/result.json")))
+    assert f"{matched} of {matched} matched job(s) unchanged" in same.stdout, same.stdout
+    itself = run_cli(["compare", str(base), str(base)], cwd=tmp_path, timeout=120)
+    assert itself.returncode == 2 and "BASE and CAND are the same directory" in itself.stderr
 
-    _plant(candidate, slower=4.0)  # far outside the noise of three repetitions
-    worse = run_cli(["compare", str(review_sweep), str(candidate)], cwd=tmp_path, timeout=120)
+    _steady(candidate, slower=4.0)
+    worse = run_cli(["compare", str(base), str(candidate)], cwd=tmp_path, timeout=120)
     assert worse.returncode == 1, worse.stdout
     assert "2 regression(s)" in worse.stdout
     rows = (candidate / "compare.csv").read_text()
@@ -130,13 +138,7 @@ def test_compare_catches_a_planted_regression(review_sweep, tmp_path):
     assert "Compare against baseline" in (candidate / "dashboard.html").read_text()
 
     lenient = run_cli(
-        [
-            "compare",
-            str(review_sweep),
-            str(candidate),
-            "compare.speedup_drop=0.95",
-            "compare.step_rise=20",
-        ],
+        ["compare", str(base), str(candidate), "compare.speedup_drop=0.95", "compare.step_rise=20"],
         cwd=tmp_path,
         timeout=120,
     )

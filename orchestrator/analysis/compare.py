@@ -129,6 +129,8 @@ def compare_tables(
             sb = _samples((base_timings or {}).get(job_id), column) if column in SAMPLED else None
             sc = _samples((cand_timings or {}).get(job_id), column) if column in SAMPLED else None
             if sb and sc:
+                if sb == sc:  # the same measurements (a sweep against itself, a copy): no change at all
+                    continue
                 change, low, high = change_ci(sb[0], sc[0], sb[1], sc[1])
                 verdict = stats_verdict(low, high, limit, higher_is_better=direction < 0)
                 if verdict != "unchanged":

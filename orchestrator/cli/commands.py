@@ -121,6 +121,8 @@ def compare(args: list[str]) -> int:
     if len(paths) != 2:
         raise ConfigError("compare needs two sweep directories: python -m orchestrator compare BASE CAND")
     base_dir, cand_dir = _sweep_dir(paths[:1], "compare"), _sweep_dir(paths[1:], "compare")
+    if base_dir == cand_dir:
+        raise ConfigError(f"compare: BASE and CAND are the same directory ({base_dir}); give two sweeps")
     thresholds = _base_config(cand_dir, overrides).compare
     base, cand = gather_table(base_dir), gather_table(cand_dir)
     common = set(base.get("job_id", [])) & set(cand.get("job_id", []))
@@ -146,6 +148,8 @@ def compare(args: list[str]) -> int:
             table.add_row(*cells, style="red" if regression else None)
         console.print(table)
     n = int(findings["regression"].sum()) if len(findings) else 0
+    changed = set(findings["job_id"]) if len(findings) else set()
+    console.print(f"{len(common - changed)} of {len(common)} matched job(s) unchanged")
     console.print(f"[red]{n} regression(s)[/red]" if n else "[green]no regressions[/green]")
     return 1 if n else 0
 

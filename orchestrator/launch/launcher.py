@@ -7,6 +7,7 @@ commands on a sweep directory ask it instead of comparing launcher names.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -62,6 +63,10 @@ class Launcher:
             return gpus
         cfg = spec.cfg
         return (cfg.parallel.ranks_per_node if cfg.parallel.world_size > 1 else 1) if uses_cuda(cfg) else 0
+
+    def submitting(self) -> contextlib.AbstractContextManager:
+        """The scope a submission runs in (local: where the controllers' own output goes)."""
+        return contextlib.nullcontext()
 
     def capacity(self) -> int:
         """Jobs at once: `launcher.max_parallel`, else one per GPU of this host (1 on a CPU)."""

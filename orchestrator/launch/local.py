@@ -3,10 +3,11 @@ free GPUs) and `debug` (in this process, one job after another, for a debugger).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from orchestrator.launch import ledger
 from orchestrator.launch.diagnosis import Attempt
 from orchestrator.launch.launcher import Launcher, uses_cuda
 
+CONTROLLERS_LOG = "controllers.err"
 WATCHDOG_GRACE_S = 60.0
 """Seconds past a local job's time limit (all its requeues) before the orchestrator kills it."""
 
@@ -44,6 +46,22 @@ class LocalLauncher(Launcher):
             "timeout_min": timeout_s / 60,
             "signal_delay_s": int(min(30, max(1, timeout_s / 4))),
         }
+
+    @contextlib.contextmanager
+    def submitting(self) -> Iterator[None]:
+        """submitit's local controller inherits this process's stderr, and prints a KeyboardInterrupt
+        traceback there when a job is cancelled (Ctrl-C). Controllers started in this scope write
+        theirs to logs/controllers.err instead: the job's own output is in its own logs anyway."""
+        path = self.sweep_dir / "logs" / CONTROLLERS_LOG
+        path.parent.mkdir(parents=True, exist_ok=True)
+        saved = os.dup(2)
+        with path.open("ab") as log:
+            os.dup2(log.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
 
     def ended(self, attempt: Attempt) -> bool:
         if attempt.job.done():
@@ -93,6 +111,9 @@ class DebugLauncher(LocalLauncher):
 
     def executor(self) -> submitit.Executor:
         return submitit.DebugExecutor(folder=self.folder)
+
+    def submitting(self) -> contextlib.AbstractContextManager:
+        return contextlib.nullcontext()  # no controller process: nothing to redirect
 
     def task(self) -> Callable[[JobSpec], Any]:
         return run_job  # no supervisor: the job runs here, where a debugger can stop in it

@@ -53,7 +53,8 @@ class Runner:
         if gpus:
             params["visible_gpus"] = gpus
         self.executor.update_parameters(**params)
-        job = self.executor.submit(self.launcher.task(), spec)
+        with self.launcher.submitting():
+            job = self.executor.submit(self.launcher.task(), spec)
         self._record([spec], [job])
         return Attempt(spec, job, time.time(), gpus)
 

@@ -70,7 +70,7 @@ def test_two_jobs_per_label_plot_their_own_values(initargs_sweep, tmp_path):
     assert len(answers) == 2 and [v["model"] for v in verdict["models"]] == ["hidden=64", "hidden=32"]
     for text, v in zip(answers, verdict["models"], strict=True):
         assert html.unescape(re.sub("<[^>]+>", "", text)).startswith(f"{v['model']}: ")
-    assert "id=\"best\"" not in dom, "no second answer beside the verdict"
+    assert 'id="best"' not in dom, "no second answer beside the verdict"
     order = [dom.index(f'id="{key}"') for key in ("answers", "verdict", "chart-speedup", "results")]
     assert order == sorted(order), "the answers, the verdict, the charts, every job"
 

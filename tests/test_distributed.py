@@ -67,11 +67,13 @@ def test_fsdp_compiles_each_block_then_shards_it_then_the_root(tmp_path):
     from torch.distributed.fsdp import FSDPModule
 
     from orchestrator.config.schema import CompileConfig, WorkloadConfig
+    from orchestrator.core.user_code import user_code
     from orchestrator.job.parallelize import prepare
-    from workloads import build_module
+    from workloads import build_workload
 
     cfg = WorkloadConfig(name="module", target="user_models:Stacked", path=str(TESTS), inputs=[[4, 32]])
-    workload = build_module(cfg, "train", torch.device("cpu"))
+    with user_code(cfg.path):
+        workload = build_workload(cfg, "train", torch.device("cpu"))
     dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
     try:
         model = prepare(workload, "fsdp", CompileConfig(mode="default"), torch.device("cpu"), "fp32")

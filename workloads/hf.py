@@ -151,10 +151,25 @@ def shape_of(cfg: WorkloadConfig, task: str) -> tuple[int, int | None]:
     return cfg.batch_size or batch, cfg.seq_len or seq
 
 
-def make_inputs_fn(cfg: WorkloadConfig, config: Any, task: str, train: bool, device: torch.device):
+def position_limit(model: torch.nn.Module) -> int | None:
+    """The longest sequence a model whose position ids start past its padding index takes (RoBERTa's
+    family: positions are counted from padding_idx + 1); None for the others."""
+    for m in model.modules():
+        emb, pad = getattr(m, "position_embeddings", None), getattr(m, "padding_idx", None)
+        if isinstance(emb, torch.nn.Embedding) and isinstance(pad, int):
+            return emb.num_embeddings - pad - 1
+    return None
+
+
+def make_inputs_fn(
+    cfg: WorkloadConfig, config: Any, task: str, train: bool, device: torch.device, limit: int | None = None
+):
     """The inputs of one step of this task: ids (and a mask of ones with `workload.attention_mask`),
-    labels when training (or with `workload.labels=true`), pixel values for images."""
+    labels when training (or with `workload.labels=true`), pixel values for images; sequences no
+    longer than the model's positions reach (`limit`)."""
     batch, seq = shape_of(cfg, task)
+    if seq and limit:
+        seq = min(seq, limit)
     labels = cfg.labels if cfg.labels is not None else train
     vocab = getattr(config, "vocab_size", None) or 2
     classes = getattr(config, "num_labels", 2)
@@ -198,7 +213,7 @@ def build(cfg: WorkloadConfig, task: str, device: torch.device):
     with device:  # initialised where it runs
         inner = cls(config)
     train = task == "train"
-    make_inputs, batch, seq = make_inputs_fn(cfg, config, kind, train, device)
+    make_inputs, batch, seq = make_inputs_fn(cfg, config, kind, train, device, position_limit(inner))
     blocks, where = find_blocks(inner, cfg.blocks)
     model = TaskLoss(inner) if train else inner
     tokens = None if kind in ("image_cls", "image") else seq

@@ -5,6 +5,7 @@
 #           orchestrator, BERT-base MLM 16 x 512 bf16, inference and training, in the same call
 #   train   +sweep=hf training (bf16, size small, bench=quick: one process, no probes), and BERT-base
 #           training with the optimizer step compiled too (the harness's protocol)
+#   last    call_overhead.py (the harness's call and ours, one process), then +sweep=hf train and infer
 #   infer   +sweep=hf inference, then +sweep=timm inference while the call has time
 # Wheels: ../shared/scripts/device-wheels.sh plotly==7.1.0 (carry .whl and .harness).
 set -uo pipefail
@@ -49,6 +50,12 @@ case "$part" in
   train)
     sweep hf-train 420 "+sweep=hf workload.size=small bench=quick bench.repeats=6 bench.task=train"
     sweep bert-train-optimizer 100 "$BERT bench.task=train compile.optimizer=true" ;;
+  last)
+    # Why a compiled BERT inference step reads slower here than in the harness: the calls compared
+    # in one process; then the suite, training and inference, for what time is left.
+    timeout 170 python3 benchmarks/h200-real/call_overhead.py > "$work/call_overhead.jsonl" 2> "$work/call_overhead.err"
+    save
+    sweep hf 380 "+sweep=hf workload.size=small bench=quick bench.repeats=6" ;;
   infer)
     sweep hf-infer 330 "+sweep=hf workload.size=small bench=quick bench.repeats=6 bench.task=infer"
     sweep timm-infer 200 "+sweep=timm bench=quick bench.repeats=6 bench.task=infer" ;;

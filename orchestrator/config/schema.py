@@ -43,6 +43,7 @@ FailureClass = choices("FailureClass", FAILURE_CLASSES)
 VerdictCache = choices("VerdictCache", ("cold", "warm"))
 CompileScope = choices("CompileScope", ("model", "blocks", "regions"))
 CompilePath = choices("CompilePath", ("jit", "aoti"))
+MatmulPrecision = choices("MatmulPrecision", ("highest", "high", "medium"))
 
 
 def check_min(key: str, value: float | None, low: float, strict: bool = False) -> None:
@@ -110,7 +111,7 @@ class WorkloadConfig:
         for key in needs:
             if not getattr(self, key):
                 raise ConfigError(f"workload.{key} is required for workload={self.name}")
-        for key in ("target", "init_args", "make_inputs", "loss") if self.name != "module" else ():
+        for key in ("target", "make_inputs", "loss") if self.name != "module" else ():
             if getattr(self, key):
                 raise ConfigError(
                     f"workload.{key} is for workload=module (got workload={self.name}); add workload=module"
@@ -212,6 +213,8 @@ class BenchConfig:
     """After the timed phase, an untimed torch.profiler pass per side (kernels, busy time, roofline)."""
     memory: bool = True
     """One GPU: each side's peak memory from a fresh process holding only that side (two processes)."""
+    matmul_precision: MatmulPrecision = MatmulPrecision["highest"]
+    """fp32 matmuls of both sides: `highest` (torch's default), `high` (TF32, as PyTorch's harness)."""
 
     def __post_init__(self) -> None:
         check_min("bench.warmup", self.warmup, 0)

@@ -21,7 +21,7 @@ import torch
 import torch._dynamo
 import torch._inductor.config
 
-from orchestrator.config.schema import CompileConfig
+from orchestrator.config.schema import Config
 from orchestrator.core.env_scope import scoped_environ
 from orchestrator.job.inductor_options import flatten
 from orchestrator.job.result import CompileMetrics
@@ -155,17 +155,31 @@ def inductor_cache(path: Path) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def compile_settings(compile_cfg: CompileConfig, n_shapes: int, cache: Path) -> Iterator[None]:
+def compile_settings(cfg: Config, cache: Path) -> Iterator[None]:
     """A job's compile settings in scope: its cache directory, freezing, `compile.options`, the
-    recompile limit."""
+    recompile limit, and the fp32 matmul precision both sides run at (`bench.matmul_precision`)."""
+    compile_cfg, n_shapes = cfg.compile, len(cfg.workload.shapes)
     with (
         inductor_cache(cache),
+        matmul_precision(str(cfg.bench.matmul_precision)),
         torch._inductor.config.patch(freezing=bool(compile_cfg.freezing)),
         torch._inductor.config.patch(flatten(compile_cfg.options or {})),
         # A shape schedule must not hit the recompile limit, or the count would stop there.
         torch._dynamo.config.patch(recompile_limit=max(8, n_shapes + 4)),
     ):
         yield
+
+
+@contextlib.contextmanager
+def matmul_precision(precision: str) -> Iterator[None]:
+    """torch.set_float32_matmul_precision for the scope (`high`: TF32 tensor cores, as PyTorch's
+    harness runs), restored after."""
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 
 def tlparse_report(trace_dir: Path, out: Path) -> Path | None:

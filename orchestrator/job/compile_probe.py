@@ -37,7 +37,7 @@ def probe(spec: JobSpec, device: torch.device, cache: Path, artifacts: Path | No
     cfg = spec.cfg
     prime(device)
     out: dict = {"load_s": None}
-    with user_code(cfg.workload.path), compile_settings(cfg.compile, len(cfg.workload.shapes), cache):
+    with user_code(cfg.workload.path), compile_settings(cfg, cache):
         if artifacts is not None:
             t0 = time.perf_counter()
             torch.compiler.load_cache_artifacts(artifacts.read_bytes())

@@ -58,7 +58,7 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     out: dict = {"pid": os.getpid()}
-    with user_code(cfg.workload.path), compile_settings(cfg.compile, len(cfg.workload.shapes), cache):
+    with user_code(cfg.workload.path), compile_settings(cfg, cache):
         wl = build_workload(cfg.workload, cfg.bench.task, device, cfg.bench.seed)
         ctx = JobContext(cfg, wl, device)
         sides = {}

@@ -139,7 +139,7 @@ def run_job(spec: JobSpec) -> dict | None:
         if private:  # removed however the job ends, a stop included (callbacks run last)
             scope.callback(shutil.rmtree, cache, ignore_errors=True)
         scope.enter_context(user_code(cfg.workload.path))  # workload.target, compile.backend
-        scope.enter_context(compile_settings(cfg.compile, len(cfg.workload.shapes), cache))
+        scope.enter_context(compile_settings(cfg, cache))
         scope.enter_context(torch_trace(trace_dir))
         try:
             check_device(cfg.bench.device, cfg.launcher.name)  # a GPU job never times the CPU

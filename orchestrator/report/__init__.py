@@ -3,7 +3,8 @@
 dashboard        the page's sections, in order; `write_dashboard`
 page             tables (paged, filterable) and the page's assets
 summary          the best setting per model, aggregates per axis
-verdict_section  the verdict and the suite summary at the top
+verdict_section  the answers and the verdict, the suite summary, at the top
+answer_chart     time saved against run length, per model
 figures          speedup, compile, memory, counts and parity charts
 compile_charts   where the compile's seconds went; cache kinds
 why_charts       scope, energy, roofline; the profile's kernels

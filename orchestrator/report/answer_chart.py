@@ -15,6 +15,11 @@ EDGE = {"mode": "lines", "line": {"width": 0}, "hoverinfo": "skip"}
 MARK = {"size": 9, "symbol": "x"}
 
 
+def _net(saved_ms: float | None, cost: float) -> list[float | None]:
+    """Seconds saved over each run length, net of the compile (plain numbers: readable on the page)."""
+    return [None if saved_ms is None else float(n * saved_ms / 1000 - cost) for n in STEPS]
+
+
 def chart(verdict: dict) -> Chart:
     title = "Time saved against run length"
     drawn = [v for v in verdict["models"] if None not in (v.get("saved_per_step_ms"), v.get("compile_s"))]
@@ -24,11 +29,11 @@ def chart(verdict: dict) -> Chart:
     for v in drawn[:MAX_LINES]:
         name = f"{v['model']}: {v['setting']}" + (" (untrusted)" if v["outcome"] == "untrusted" else "")
         cost = v["compile_s"]
-        low, high = (np.nan if x is None else x for x in v.get("saved_per_step_ci_ms") or [None, None])
-        fig.add_scatter(x=STEPS, y=STEPS * high / 1000 - cost, showlegend=False, **EDGE)
-        fig.add_scatter(x=STEPS, y=STEPS * low / 1000 - cost, fill="tonexty", opacity=0.2,
+        low, high = v.get("saved_per_step_ci_ms") or [None, None]
+        fig.add_scatter(x=STEPS.tolist(), y=_net(high, cost), showlegend=False, **EDGE)
+        fig.add_scatter(x=STEPS.tolist(), y=_net(low, cost), fill="tonexty", opacity=0.2,
                         name=f"{name}, 95% CI", **EDGE)  # fmt: skip
-        fig.add_scatter(x=STEPS, y=STEPS * v["saved_per_step_ms"] / 1000 - cost, mode="lines", name=name)
+        fig.add_scatter(x=STEPS.tolist(), y=_net(v["saved_per_step_ms"], cost), mode="lines", name=name)
         if v.get("payback_steps"):
             fig.add_scatter(x=[v["payback_steps"]], y=[0], mode="markers", marker=MARK,
                             name=f"{name}: break-even")  # fmt: skip

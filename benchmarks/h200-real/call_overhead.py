@@ -7,6 +7,7 @@ and as host time per call (no synchronize: how long Python and the guards take t
     python3 benchmarks/h200-real/call_overhead.py [--size default] [--steps 50]   (one JSON line per case)
 """
 
+# ruff: noqa: B023 (each case's closures are called within its own iteration)
 from __future__ import annotations
 
 import argparse

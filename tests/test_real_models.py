@@ -257,3 +257,17 @@ def test_timm_without_timm_says_what_to_install(tmp_path):
             check_plan(build_plan([*FAST, "workload=timm", "workload.model=resnet18"], cwd=tmp_path))
     else:
         pytest.skip("timm imports here: its absence cannot be shown (the H200 run measures timm models)")
+
+
+def test_the_harness_numerics_are_scoped_to_the_job():
+    from orchestrator.job.compile_cost import matmul_precision
+
+    before = (
+        torch.get_float32_matmul_precision(),
+        torch.backends.cuda.fp16_bf16_reduction_math_sdp_allowed(),
+    )
+    with matmul_precision("high", True):
+        assert torch.get_float32_matmul_precision() == "high"
+        assert torch.backends.cuda.fp16_bf16_reduction_math_sdp_allowed()
+    after = (torch.get_float32_matmul_precision(), torch.backends.cuda.fp16_bf16_reduction_math_sdp_allowed())
+    assert after == before

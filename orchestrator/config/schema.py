@@ -215,6 +215,8 @@ class BenchConfig:
     """One GPU: each side's peak memory from a fresh process holding only that side (two processes)."""
     matmul_precision: MatmulPrecision = MatmulPrecision["highest"]
     """fp32 matmuls of both sides: `highest` (torch's default), `high` (TF32, as PyTorch's harness)."""
+    sdp_reduced_math: bool = False
+    """Let the math attention kernel reduce in bf16/fp16 (`true`: as PyTorch's harness sets it)."""
 
     def __post_init__(self) -> None:
         check_min("bench.warmup", self.warmup, 0)

@@ -161,7 +161,7 @@ def compile_settings(cfg: Config, cache: Path) -> Iterator[None]:
     compile_cfg, n_shapes = cfg.compile, len(cfg.workload.shapes)
     with (
         inductor_cache(cache),
-        matmul_precision(str(cfg.bench.matmul_precision)),
+        matmul_precision(str(cfg.bench.matmul_precision), cfg.bench.sdp_reduced_math),
         torch._inductor.config.patch(freezing=bool(compile_cfg.freezing)),
         torch._inductor.config.patch(flatten(compile_cfg.options or {})),
         # A shape schedule must not hit the recompile limit, or the count would stop there.
@@ -171,15 +171,21 @@ def compile_settings(cfg: Config, cache: Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def matmul_precision(precision: str) -> Iterator[None]:
-    """torch.set_float32_matmul_precision for the scope (`high`: TF32 tensor cores, as PyTorch's
-    harness runs), restored after."""
+def matmul_precision(precision: str, sdp_reduced_math: bool = False) -> Iterator[None]:
+    """torch.set_float32_matmul_precision for the scope (`high`: TF32 tensor cores), and whether the
+    math attention kernel may reduce in bf16/fp16 instead of upcasting to fp32: PyTorch's harness
+    sets both (common.py: `allow_tf32 = True`, `allow_fp16_bf16_reduction_math_sdp(True)`). Restored
+    after."""
     before = torch.get_float32_matmul_precision()
+    sdp = torch.backends.cuda
+    sdp_before = sdp.fp16_bf16_reduction_math_sdp_allowed()
     torch.set_float32_matmul_precision(precision)
+    sdp.allow_fp16_bf16_reduction_math_sdp(sdp_reduced_math)
     try:
         yield
     finally:
         torch.set_float32_matmul_precision(before)
+        sdp.allow_fp16_bf16_reduction_math_sdp(sdp_before)
 
 
 def tlparse_report(trace_dir: Path, out: Path) -> Path | None:

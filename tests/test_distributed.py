@@ -109,6 +109,15 @@ def test_ranks_beyond_the_gpus_share_them_over_gloo(monkeypatch):
     assert dist_backend(torch.device("cpu"), "auto") == "gloo"
 
 
+def _leave(dist) -> None:
+    """End a spawned gloo rank: gloo's threads can abort a normal interpreter exit ('terminate called
+    without an active exception', SIGABRT; DESIGN.md section 5), so leave at once, the files written."""
+    import os
+
+    dist.destroy_process_group()
+    os._exit(0)
+
+
 def _rank_weights(rank: int, store: str, out: str) -> None:
     import torch
     import torch.distributed as dist
@@ -120,7 +129,7 @@ def _rank_weights(rank: int, store: str, out: str) -> None:
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4))
     same_weights_on_every_rank(model)
     torch.save(model.state_dict(), f"{out}.{rank}")
-    dist.destroy_process_group()
+    _leave(dist)
 
 
 def test_every_rank_starts_from_rank_zeros_weights(tmp_path):
@@ -153,7 +162,7 @@ def _rank_gather(rank: int, store: str, out: str) -> None:
         "local_rows": sharded.to_local().shape[0],
     }
     torch.save(got, f"{out}.{rank}")
-    dist.destroy_process_group()
+    _leave(dist)
 
 
 def test_a_sharded_tensor_gathered_through_host_memory_is_whole(tmp_path):

@@ -10,14 +10,14 @@ import plotly.graph_objects as go
 from orchestrator.report.figures import Chart, _layout
 
 MAX_LINES = 12  # models drawn; the verdict table has every one
-STEPS = np.logspace(1, 8, 120)  # 10 to 100 million steps (or calls)
+STEPS = [float(f"{n:.3g}") for n in np.logspace(1, 8, 120)]  # 10 to 100 million steps (or calls)
 EDGE = {"mode": "lines", "line": {"width": 0}, "hoverinfo": "skip"}
 MARK = {"size": 9, "symbol": "x"}
 
 
 def _net(saved_ms: float | None, cost: float) -> list[float | None]:
     """Seconds saved over each run length, net of the compile (plain numbers: readable on the page)."""
-    return [None if saved_ms is None else float(n * saved_ms / 1000 - cost) for n in STEPS]
+    return [None if saved_ms is None else float(f"{n * saved_ms / 1000 - cost:.4g}") for n in STEPS]
 
 
 def chart(verdict: dict) -> Chart:
@@ -30,10 +30,10 @@ def chart(verdict: dict) -> Chart:
         name = f"{v['model']}: {v['setting']}" + (" (untrusted)" if v["outcome"] == "untrusted" else "")
         cost = v["compile_s"]
         low, high = v.get("saved_per_step_ci_ms") or [None, None]
-        fig.add_scatter(x=STEPS.tolist(), y=_net(high, cost), showlegend=False, **EDGE)
-        fig.add_scatter(x=STEPS.tolist(), y=_net(low, cost), fill="tonexty", opacity=0.2,
+        fig.add_scatter(x=STEPS, y=_net(high, cost), showlegend=False, **EDGE)
+        fig.add_scatter(x=STEPS, y=_net(low, cost), fill="tonexty", opacity=0.2,
                         name=f"{name}, 95% CI", **EDGE)  # fmt: skip
-        fig.add_scatter(x=STEPS.tolist(), y=_net(v["saved_per_step_ms"], cost), mode="lines", name=name)
+        fig.add_scatter(x=STEPS, y=_net(v["saved_per_step_ms"], cost), mode="lines", name=name)
         if v.get("payback_steps"):
             fig.add_scatter(x=[v["payback_steps"]], y=[0], mode="markers", marker=MARK,
                             name=f"{name}: break-even")  # fmt: skip

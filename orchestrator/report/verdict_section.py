@@ -13,6 +13,7 @@ from orchestrator.config.schema import VerdictConfig
 from orchestrator.report.page import grid, html_table
 from orchestrator.results.present import ci_text, duration
 
+MAX_ANSWERS = 20  # sentences at the top of the page; the verdict table has every model
 VERDICT_COLUMNS = [
     "model",
     "verdict",
@@ -63,12 +64,15 @@ def verdict_of(sweep_dir: Path, df: pd.DataFrame) -> dict:
 def answers(verdict: dict) -> str:
     """The answer per model in a sentence each, at the top of the page: plain text that wraps at any
     width (a phone's included), so a reason not to trust it is read before any figure."""
+    models = verdict["models"]
     items = "".join(
         f"<li class='{html.escape(v['outcome'])}'><b>{html.escape(str(v['model']))}</b>: "
         f"{html.escape(answer_words(v))}. {html.escape(v['why'])}</li>"
-        for v in verdict["models"]
+        for v in models[:MAX_ANSWERS]
     )
-    return f"<ol id='answers'>{items}</ol>"
+    more = len(models) - MAX_ANSWERS
+    rest = f"<p class='note'>... and {more} more models: the verdict table below has every one.</p>"
+    return f"<ol id='answers'>{items}</ol>" + (rest if more > 0 else "")
 
 
 def sections(verdict: dict) -> list[tuple[str, str, str]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 from conftest import FAST, TESTS
 
 from orchestrator.config.plan import build_plan
-from orchestrator.job.compile_cost import PHASES
+from orchestrator.job.result import COMPILE_PHASES as PHASES
 from orchestrator.job.worker import run_job
 
 USER = ["workload=module", f"workload.path={TESTS}", "workload.inputs=[[8,32]]"]

@@ -24,14 +24,13 @@ import torch._inductor.config
 from orchestrator.config.schema import Config
 from orchestrator.core.env_scope import scoped_environ
 from orchestrator.job.inductor_options import flatten
-from orchestrator.job.result import CompileMetrics
+from orchestrator.job.result import COMPILE_PHASES, CompileMetrics
 
 US = 1e-6
 ARTIFACTS_FILE = "compile_artifacts.bin"
 # Exclusive phases, from the nested cumulative times (microseconds) of each compiled frame; the
 # `backward` phase is the AOT part of a backward graph compiled at its first call (its inductor and
 # code-generation seconds count in those phases).
-PHASES = ("dynamo", "aot_autograd", "inductor", "codegen", "backward")
 # Counts summed over frames: result field -> torch's compilation-metrics field.
 COUNTED = {
     "fx_cache_hits": "inductor_fx_local_cache_hit_count",
@@ -49,7 +48,7 @@ def _us(metric: object, name: str) -> float:
 
 def summarize(metrics: list) -> CompileMetrics:
     """Phases (s), cache hits and misses, guards and reasons, summed over compiled frames."""
-    phases = dict.fromkeys(PHASES, 0.0)
+    phases = dict.fromkeys(COMPILE_PHASES, 0.0)
     out = CompileMetrics(compile_frames=len(metrics))
     counts = dict.fromkeys(COUNTED, 0)
     for m in metrics:
@@ -92,15 +91,24 @@ def clear_compilation_metrics() -> None:
     clear()
 
 
-def prime(device: torch.device) -> None:
+def prime(device: torch.device, backward: bool) -> None:
     """Pay this process's and machine's one-offs (inductor's imports, the C++ precompiled header,
     the kernel compiler's start) on a throwaway function in a throwaway cache, so that the job's
-    cold figure holds only its own model's compile."""
+    cold figure holds only its own model's compile; `backward` for a job that trains."""
+    from torch._inductor.cpu_vec_isa import valid_vec_isa_list
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
     from torch._inductor.utils import fresh_cache
 
-    x = torch.randn(8, device=device, requires_grad=True)
+    # Which vector instructions the CPU's kernels may use: inductor builds a test library per ISA
+    # into the current cache (about 10 s on 2 cores) and remembers the answer for the process. In a
+    # node-wide cache of its own the libraries are built once per machine, not once per job.
+    with scoped_environ({"TORCHINDUCTOR_CACHE_DIR": default_cache_dir() + "-isa"}):
+        valid_vec_isa_list()
+    x = torch.randn(8, device=device, requires_grad=backward)
     with fresh_cache():
-        torch.compile(lambda t: (t.sin() * 2).sum())(x).backward()
+        y = torch.compile(lambda t: (t.sin() * 2).sum())(x)
+        if backward:
+            y.backward()
     torch._dynamo.reset()
 
 

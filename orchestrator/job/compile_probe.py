@@ -25,7 +25,7 @@ from orchestrator.job.compile_cost import (
     summarize,
 )
 from orchestrator.job.context import JobContext, synchronize
-from orchestrator.job.fresh import read_request, run_fresh, write_answer
+from orchestrator.job.fresh import leave, read_request, run_fresh, write_answer
 from orchestrator.job.result import Probe
 
 
@@ -35,7 +35,7 @@ def probe(spec: JobSpec, device: torch.device, cache: Path, artifacts: Path | No
     from workloads import build_workload
 
     cfg = spec.cfg
-    prime(device)
+    prime(device, cfg.bench.task == "train")
     out: dict = {"load_s": None}
     with user_code(cfg.workload.path), compile_settings(cfg, cache):
         if artifacts is not None:
@@ -75,6 +75,7 @@ def main(request_path: str) -> None:
         torch.cuda.set_device(device)
     artifacts = Path(req["artifacts"]) if req["artifacts"] else None
     write_answer(req, probe(spec, device, Path(req["cache"]), artifacts))
+    leave()
 
 
 if __name__ == "__main__":

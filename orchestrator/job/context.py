@@ -16,6 +16,7 @@ from torch import nn
 from orchestrator.config.schema import CUDAGRAPH_MODES, Config
 from orchestrator.job.parallelize import compile_kwargs
 from orchestrator.job.result import JobResult
+from orchestrator.job.wall import WallClock
 from workloads import Workload
 from workloads.inputs import Inputs, call
 
@@ -87,6 +88,8 @@ class JobContext:
     reference start from (graphs.first_calls)."""
     result: JobResult = field(default_factory=JobResult)
     """The job's result, section by section as the phases return them."""
+    clock: WallClock = field(default_factory=WallClock)
+    """The job's wall clock: each phase's seconds (job/wall.py)."""
     timings: dict[str, list] = field(default_factory=dict)
     """Per repetition: `<side>_ms`, `process`; per step: `<side>_step_ms` (speed.measure_speed)."""
 

@@ -36,13 +36,17 @@ def run_protocol(ctx: JobContext, together: bool = True) -> JobResult:
         blocks=wl.blocks_where or None,
         optimizer=ctx.optimizer_text(),
     )
-    r.model.flops_per_step, r.model.flops_basis, r.model.random_ops = speed.count_flops(ctx)
+    clock = ctx.clock
+    with clock.phase("flops"):
+        r.model.flops_per_step, r.model.flops_basis, r.model.random_ops = speed.count_flops(ctx)
     if ctx.compiled_mode and cfg.bench.explain:
-        r.explain = graphs.explain(ctx)
+        with clock.phase("explain"):
+            r.explain = graphs.explain(ctx)
     if cfg.bench.parity and ctx.random_ops and ctx.compiled_mode:
         # Its own compiles (dynamo would reuse them for the timed side): checked first, then forgotten.
-        r.parity = parity.check_random_parity(ctx)
-        torch._dynamo.reset()
+        with clock.phase("random_parity"):
+            r.parity = parity.check_random_parity(ctx)
+            torch._dynamo.reset()
     if not together:
         return r
     single_gpu = ctx.world == 1 and ctx.device.type == "cuda"
@@ -62,14 +66,15 @@ def run_protocol(ctx: JobContext, together: bool = True) -> JobResult:
 
 
 def _both_sides(ctx: JobContext) -> None:
-    cfg, wl, r = ctx.cfg, ctx.wl, ctx.result
+    cfg, wl, r, clock = ctx.cfg, ctx.wl, ctx.result, ctx.clock
     strategy, dtype = cfg.parallel.strategy, cfg.bench.dtype
     if cfg.bench.convergence_steps:  # the common start, on the CPU (no device copy)
         ctx.start_state = {k: v.detach().to("cpu", copy=True) for k, v in wl.model.state_dict().items()}
     # Two models on the device, no more: eager is the workload's own (FSDP shards in place: a copy).
     eager = Side(prepare(wl, strategy, None, ctx.device, dtype, copy_model=strategy == "fsdp"))
     aoti_cost = None
-    with profile.counting_compiled_bytes(cfg.bench.profile and ctx.compiled_mode):
+    counting = profile.counting_compiled_bytes(cfg.bench.profile and ctx.compiled_mode)
+    with clock.phase("first_calls"), counting:
         if cfg.compile.path == "aoti":  # export and package instead of torch.compile (job/aoti.py)
             compiled_model, r.aoti, aoti_cost = aoti.build(ctx)
         else:
@@ -87,29 +92,36 @@ def _both_sides(ctx: JobContext) -> None:
             saved = compile_cost.save_artifacts(ctx.artifacts_dir)
             r.compile.compile_artifacts_mb = saved.stat().st_size / 2**20 if saved else None
     if cfg.bench.parity and not (ctx.random_ops and ctx.compiled_mode):
-        r.parity = parity.check_parity(ctx, eager, compiled, outputs)
+        with clock.phase("parity"):
+            r.parity = parity.check_parity(ctx, eager, compiled, outputs)
     del outputs
     graphs.check_graph_captured(ctx)
-    eager_step_s = ctx.end_first_call(eager)
-    compiled_step_s = ctx.end_first_call(compiled)
+    with clock.phase("first_calls"):  # a compiled optimizer step compiles here
+        eager_step_s = ctx.end_first_call(eager)
+        compiled_step_s = ctx.end_first_call(compiled)
     if cfg.compile.optimizer and ctx.compiled_mode:  # its first compiled step compiled it
         r.compile.compile_optimizer_s = max(compiled_step_s - eager_step_s, 0.0)
         r.compile.compile_s = (r.compile.compile_s or 0.0) + r.compile.compile_optimizer_s
-    r.isolation, r.energy = speed.measure_speed(ctx, {"eager": eager, "compiled": compiled})
-    r.speed = speed.summarize(ctx)
+    with clock.phase("timed"):
+        r.isolation, r.energy = speed.measure_speed(ctx, {"eager": eager, "compiled": compiled})
+        r.speed = speed.summarize(ctx)
     if cfg.bench.profile:  # untimed, after the timed phase (job/profile.py); a failure is a note
         try:
-            r.profile = profile.profile_sides(ctx, eager, compiled, compiled_bytes)
+            with clock.phase("profile"):
+                r.profile = profile.profile_sides(ctx, eager, compiled, compiled_bytes)
         except Exception as e:  # noqa: BLE001 (an auxiliary figure never sinks the job)
             r.profile = Profile(profile_note=f"profile failed: {type(e).__name__}: {first_line(e)}")
     if cfg.compile.mode in CUDAGRAPH_MODES:
         check_cudagraphs(ctx)
     if ctx.device.type == "cuda" and ctx.world > 1:  # one process: each side alone (processes.py)
-        r.memory = memory.measure_memory(ctx, eager, compiled)
+        with clock.phase("memory"):
+            r.memory = memory.measure_memory(ctx, eager, compiled)
     if cfg.workload.shapes:
-        r.shapes = shapes.run_shape_schedule(ctx, eager, compiled)
+        with clock.phase("shapes"):
+            r.shapes = shapes.run_shape_schedule(ctx, eager, compiled)
     if cfg.bench.convergence_steps:
-        r.convergence = convergence.run_convergence(ctx, eager, compiled)
+        with clock.phase("convergence"):
+            r.convergence = convergence.run_convergence(ctx, eager, compiled)
 
 
 def check_cudagraphs(ctx: JobContext) -> None:

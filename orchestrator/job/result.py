@@ -134,6 +134,14 @@ class CompileMetrics:
     cudagraph_skip_reasons: list = field(default_factory=list)
 
 
+# The compile's phases, in order: CompileMetrics' `phase_<name>_s` fields.
+COMPILE_PHASES = tuple(
+    f.name.removeprefix("phase_").removesuffix("_s")
+    for f in dataclasses.fields(CompileMetrics)
+    if f.name.startswith("phase_")
+)
+
+
 @dataclass
 class CompileCost:
     """The first compiled call: its seconds, the graphs it captured, and (cold) its metrics."""
@@ -361,6 +369,34 @@ class Environment:
 
 
 @dataclass
+class WallTime:
+    """The job's wall time by phase (job/wall.py), seconds; the supervisor adds the teardown."""
+
+    wall_startup_s: NUMBER = None  # interpreter start and imports, until the worker's first line
+    wall_setup_s: NUMBER = None  # cache directories, device checks, the process group
+    wall_primer_s: NUMBER = None  # a throwaway compile: the process's one-offs (cache=private)
+    wall_build_s: NUMBER = None  # the workload: model, inputs, the same weights on every rank
+    wall_flops_s: NUMBER = None  # one eager step under the FLOP counter
+    wall_explain_s: NUMBER = None  # torch._dynamo.explain
+    wall_random_parity_s: NUMBER = None  # random ops: their parity compiles (aot_eager, fallback_random)
+    wall_first_calls_s: NUMBER = None  # the first eager and compiled calls (the cold compile)
+    wall_parity_s: NUMBER = None  # outputs, gradients and buffers against eager and fp64
+    wall_timed_s: NUMBER = None  # warm-up and the timed repetitions
+    wall_profile_s: NUMBER = None  # the untimed profiler pass
+    wall_memory_s: NUMBER = None  # per-rank memory (distributed CUDA jobs)
+    wall_shapes_s: NUMBER = None  # the dynamic-shape schedule
+    wall_convergence_s: NUMBER = None  # N training steps of each side
+    wall_processes_s: NUMBER = None  # more paired repetitions in fresh processes
+    wall_sides_alone_s: NUMBER = None  # each side alone in a fresh process (memory; or the sides apart)
+    wall_probes_s: NUMBER = None  # warm and portable compile in fresh processes
+    wall_finish_s: NUMBER = None  # tlparse, the environment, the result's file
+    wall_other_s: NUMBER = None  # what no phase claimed
+    wall_teardown_s: NUMBER = None  # result written -> process gone (wandb, exit); the supervisor's
+    job_wall_s: NUMBER = figure(dashboard=True)  # worker started -> process gone: the phases' sum
+    wall_written_at: NUMBER = None  # when the result was written (epoch seconds)
+
+
+@dataclass
 class JobResult:
     """One job's result: its sections, each None until its phase ran."""
 
@@ -380,6 +416,7 @@ class JobResult:
     shapes: Shapes | None = None
     convergence: Convergence | None = None
     environment: Environment | None = None
+    wall: WallTime | None = None
     timings: dict | None = None
     """Per repetition: `<side>_ms`, `process`; per step: `<side>_step_ms` (speed.measure_speed)."""
 
@@ -442,6 +479,7 @@ SECTION_TYPES: dict[str, type] = {
     "shapes": Shapes,
     "convergence": Convergence,
     "environment": Environment,
+    "wall": WallTime,
 }
 INLINE_TYPES = {("compile", "metrics"): CompileMetrics}
 

@@ -21,7 +21,7 @@ from orchestrator.config.spec import JobSpec
 from orchestrator.core.user_code import user_code
 from orchestrator.job.compile_cost import compile_settings, prime
 from orchestrator.job.context import JobContext, Side, synchronize
-from orchestrator.job.fresh import read_request, write_answer
+from orchestrator.job.fresh import leave, read_request, write_answer
 from orchestrator.job.memory import GIB
 from orchestrator.job.parity import flat_tensors, gradients
 
@@ -54,7 +54,7 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
     if not req.get("full", True):  # memory only: a few steps are enough to reach the peak
         cfg = dataclasses.replace(cfg, bench=dataclasses.replace(cfg.bench, warmup=1, repeats=2))
     if req.get("prime"):
-        prime(device)
+        prime(device, cfg.bench.task == "train")
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     out: dict = {"pid": os.getpid()}
@@ -98,6 +98,7 @@ def main(request_path: str) -> None:
     if device.type == "cuda":
         torch.cuda.set_device(device)
     write_answer(req, measure(spec, device, Path(req["cache"]), req["role"], req))
+    leave()
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import submitit
@@ -124,8 +125,9 @@ def run_child(spec: JobSpec) -> dict | None:
     # logging module (seen in CI: the job then hung to the hard limit without a result). SIGCONT's
     # default action is to continue, so it needs no handler.
     signal.signal(signal.SIGCONT, signal.SIG_DFL)
+    started_at = time.time()  # the job's wall clock starts here (job/wall.py)
     child = subprocess.Popen(
-        [*PYTHON, "-m", "orchestrator.job.worker", str(request)], preexec_fn=_worker_child
+        [*PYTHON, "-m", "orchestrator.job.worker", str(request), repr(started_at)], preexec_fn=_worker_child
     )
     try:
         returncode = child.wait()
@@ -146,7 +148,18 @@ def run_child(spec: JobSpec) -> dict | None:
         return _write_ended(spec, rank, returncode, last_line())
     if rank != 0 or not wrote:
         return None
-    return json.loads(result_path.read_text())
+    return _with_teardown(result_path, started_at)
+
+
+def _with_teardown(result_path: Path, started_at: float) -> dict:
+    """The result with its teardown (result written -> process gone) and the job's whole wall."""
+    row = json.loads(result_path.read_text())
+    if row.get("wall_written_at") is not None:
+        ended = time.time()
+        row["wall_teardown_s"] = max(ended - row["wall_written_at"], 0.0)
+        row["job_wall_s"] = ended - started_at
+        write_json_atomic(result_path, row)
+    return row
 
 
 def _stop(child: subprocess.Popen) -> None:

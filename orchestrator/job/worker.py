@@ -38,7 +38,7 @@ from orchestrator.job.compile_probe import run_probe
 from orchestrator.job.context import JobContext, first_line
 from orchestrator.job.device import check_device, job_device
 from orchestrator.job.environment import describe
-from orchestrator.job.fresh import stopped_within
+from orchestrator.job.fresh import leave, stopped_within
 from orchestrator.job.parallelize import (
     init_distributed,
     local_device,
@@ -50,6 +50,7 @@ from orchestrator.job.protocol import SidesDoNotFit, run_protocol
 from orchestrator.job.result import JobResult, Memory, Probes
 from orchestrator.job.skeleton import result_skeleton
 from orchestrator.job.tracking import log_job
+from orchestrator.job.wall import WallClock
 from workloads import build_workload
 
 RUNS_FILE = "runs.log"
@@ -99,14 +100,17 @@ def measure(spec: JobSpec, ctx: JobContext, cache: Path) -> None:
     if ctx.device.type == "cuda":
         torch.cuda.empty_cache()
     if why is not None or apart:
-        processes.one_after_the_other(spec, ctx, cache, why)
+        with ctx.clock.phase("sides_alone"):
+            processes.one_after_the_other(spec, ctx, cache, why)
         return
     n = processes.default_processes(ctx.cfg.bench.processes, ctx.device, ctx.world)
     if n > 1:
-        processes.more_processes(spec, ctx, cache, n)
+        with ctx.clock.phase("processes"):
+            processes.more_processes(spec, ctx, cache, n)
     if single_gpu and ctx.cfg.bench.memory:
         try:
-            processes.sides_alone(spec, ctx, cache, full=False)
+            with ctx.clock.phase("sides_alone"):
+                processes.sides_alone(spec, ctx, cache, full=False)
         except (RuntimeError, torch.OutOfMemoryError) as e:  # the timings stand; memory is missing
             ctx.result.memory = Memory(memory_error=first_line(e))
 
@@ -117,9 +121,11 @@ def _log_run(spec: JobSpec, event: str) -> None:
         f.write(f"{event} pid={os.getpid()} rank={os.environ.get('RANK', '0')} time={time.time():.3f}\n")
 
 
-def run_job(spec: JobSpec) -> dict | None:
-    """Measure one job; rank 0 writes `result.json` and returns it (other ranks return None)."""
+def run_job(spec: JobSpec, clock: WallClock | None = None) -> dict | None:
+    """Measure one job; rank 0 writes `result.json` and returns it (other ranks return None).
+    `clock`: the job's wall clock, started by the supervisor's launch of this process."""
     cfg = spec.cfg
+    clock = clock or WallClock()
     spec.job_dir.mkdir(parents=True, exist_ok=True)
     result = result_skeleton(spec)
     _log_run(spec, "start")
@@ -136,35 +142,40 @@ def run_job(spec: JobSpec) -> dict | None:
     trace_dir = spec.job_dir / "trace" if cfg.compile.trace else None
     outcome = result.outcome
     with ExitStack() as scope:
-        if private:  # removed however the job ends, a stop included (callbacks run last)
-            scope.callback(shutil.rmtree, cache, ignore_errors=True)
-        scope.enter_context(user_code(cfg.workload.path))  # workload.target, compile.backend
-        scope.enter_context(compile_settings(cfg, cache))
-        scope.enter_context(torch_trace(trace_dir))
+        with clock.phase("setup"):
+            if private:  # removed however the job ends, a stop included (callbacks run last)
+                scope.callback(shutil.rmtree, cache, ignore_errors=True)
+            scope.enter_context(user_code(cfg.workload.path))  # workload.target, compile.backend
+            scope.enter_context(compile_settings(cfg, cache))
+            scope.enter_context(torch_trace(trace_dir))
         try:
-            check_device(cfg.bench.device, cfg.launcher.name)  # a GPU job never times the CPU
-            if cfg.parallel.world_size > 1:
-                rank, world = init_distributed(device, cfg.bench.timeout_s, cfg.parallel.backend)
-                outcome.dist_backend = dist.get_backend()
-                outcome.ranks_per_gpu = ranks_per_gpu() if device.type == "cuda" else None
-            device = local_device(device)
+            with clock.phase("setup"):
+                check_device(cfg.bench.device, cfg.launcher.name)  # a GPU job never times the CPU
+                if cfg.parallel.world_size > 1:
+                    rank, world = init_distributed(device, cfg.bench.timeout_s, cfg.parallel.backend)
+                    outcome.dist_backend = dist.get_backend()
+                    outcome.ranks_per_gpu = ranks_per_gpu() if device.type == "cuda" else None
+                device = local_device(device)
             if private and compiled_mode:
-                prime(device)  # one-offs of this process and machine stay out of the cold figure
+                with clock.phase("primer"):
+                    # one-offs of this process and machine stay out of the cold figure
+                    prime(device, cfg.bench.task == "train")
             torch._dynamo.reset()  # nothing compiled earlier in this process may serve this job
             measured = node_peaks(device, Path(spec.sweep_dir)) if cfg.bench.measure_peaks else None
-            workload = build_workload(cfg.workload, cfg.bench.task, device, cfg.bench.seed)
-            if world > 1:
-                same_weights_on_every_rank(workload.model)
-            artifacts = spec.job_dir if probes else None
-            ctx = JobContext(
-                cfg, workload, device, rank, world, artifacts, measured, spec.job_dir, result=result
-            )
+            with clock.phase("build"):
+                workload = build_workload(cfg.workload, cfg.bench.task, device, cfg.bench.seed)
+                if world > 1:
+                    same_weights_on_every_rank(workload.model)
+                artifacts = spec.job_dir if probes else None
+                where = (artifacts, measured, spec.job_dir)
+                ctx = JobContext(cfg, workload, device, rank, world, *where, result=result, clock=clock)
             del workload
             measure(spec, ctx, cache)
             if private and compiled_mode and result.compile is not None:
                 result.compile.compile_cold_s = result.compile.compile_s
             if probes:
-                result.probes = compile_probes(spec, device, cache, result)
+                with clock.phase("probes"):
+                    result.probes = compile_probes(spec, device, cache, result)
             outcome.status = "ok"
         except Exception as exc:  # every failure becomes a result row with its class and message
             if (stopped := stopped_within(exc)) is not None:  # no row: a resumed sweep measures it
@@ -174,21 +185,23 @@ def run_job(spec: JobSpec) -> dict | None:
             if outcome.status == "timeout":
                 outcome.error = f"hit its time limit of {cfg.bench.timeout_s:.0f} s per attempt ({exc})"
             write_rank_error(spec.job_dir, rank, outcome.status, outcome.error)
-    if trace_dir is not None and rank == 0:
-        outcome.trace_dir = str(trace_dir)
-        index = tlparse_report(trace_dir, spec.job_dir / "tlparse")
-        outcome.tlparse_index = str(index) if index else None
-    if outcome.status != "ok" and world > 1:
-        time.sleep(1.0)  # let the rank that failed first record its error
-        first = first_rank_error(spec.job_dir)
-        if first is not None and first["rank"] != rank:
-            outcome.status, outcome.error = first["status"], f"rank {first['rank']}: {first['error']}"
-    result.environment = describe(device, world)
-    outcome.pid, outcome.wall_s = os.getpid(), time.time() - started
-    if ctx is not None:
-        result.timings = ctx.timings
-    if dist.is_initialized():
-        dist.destroy_process_group()
+    with clock.phase("finish"):
+        if trace_dir is not None and rank == 0:
+            outcome.trace_dir = str(trace_dir)
+            index = tlparse_report(trace_dir, spec.job_dir / "tlparse")
+            outcome.tlparse_index = str(index) if index else None
+        if outcome.status != "ok" and world > 1:
+            time.sleep(1.0)  # let the rank that failed first record its error
+            first = first_rank_error(spec.job_dir)
+            if first is not None and first["rank"] != rank:
+                outcome.status, outcome.error = first["status"], f"rank {first['rank']}: {first['error']}"
+        result.environment = describe(device, world)
+        outcome.pid, outcome.wall_s = os.getpid(), time.time() - started
+        if ctx is not None:
+            result.timings = ctx.timings
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        result.wall = clock.wall_time()
     if rank != 0:
         return None
     row = result.to_dict()
@@ -203,7 +216,9 @@ def main(request_path: str) -> None:
     """The child process of `supervisor.Worker`: measure the job whose spec is in REQUEST.json."""
     import json
 
-    run_job(JobSpec(**json.loads(Path(request_path).read_text())))
+    started_at = float(sys.argv[2]) if len(sys.argv) > 2 else None  # the supervisor's launch time
+    run_job(JobSpec(**json.loads(Path(request_path).read_text())), WallClock(started_at))
+    leave()  # the result is written (and logged): no teardown to wait for
 
 
 if __name__ == "__main__":

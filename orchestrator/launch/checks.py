@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import torch
-from torch._dynamo import list_backends
 
 from orchestrator.config.plan import Plan
 from orchestrator.config.schema import WorkloadConfig
@@ -21,6 +20,11 @@ from workloads import check_workload
 
 
 def _check_backend(name: str) -> None:
+    if name == "inductor":  # torch.compile's own default
+        return
+    # Imported here, for a named backend only: torch._dynamo costs every command a second to import.
+    from torch._dynamo import list_backends
+
     known = list_backends(exclude_tags=())
     if ":" not in name and name not in known:
         raise ConfigError(

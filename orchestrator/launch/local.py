@@ -17,7 +17,6 @@ import torch
 from orchestrator.config.schema import Config
 from orchestrator.config.spec import JobSpec
 from orchestrator.core.failures import ConfigError
-from orchestrator.job.worker import run_job
 from orchestrator.launch import ledger
 from orchestrator.launch.diagnosis import Attempt
 from orchestrator.launch.launcher import Launcher, uses_cuda
@@ -116,6 +115,10 @@ class DebugLauncher(LocalLauncher):
         return contextlib.nullcontext()  # no controller process: nothing to redirect
 
     def task(self) -> Callable[[JobSpec], Any]:
+        # Imported when a debug sweep asks for it: the measuring code (torch._dynamo) costs every
+        # other command a second to import.
+        from orchestrator.job.worker import run_job
+
         return run_job  # no supervisor: the job runs here, where a debugger can stop in it
 
     def ended(self, attempt: Attempt) -> bool:

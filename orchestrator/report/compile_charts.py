@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from orchestrator.job.compile_cost import PHASES
+from orchestrator.job.result import COMPILE_PHASES as PHASES
 from orchestrator.report.figures import Chart, _layout, _per_job, _values
 
 PHASE_NAMES = {

@@ -38,7 +38,7 @@ def _show(v: object) -> str:
     )
 
 
-def _samples(timings: dict | None, column: str) -> tuple[list[float], list[int] | None] | None:
+def samples(timings: dict | None, column: str) -> tuple[list[float], list[int] | None] | None:
     """Per-repetition values behind a column (pair ratios for speedup), with their process ids."""
     if not timings or not timings.get("compiled_ms"):
         return None
@@ -126,8 +126,8 @@ def compare_tables(
             if vb is None or vc is None or vb == 0:
                 continue
             limit = getattr(th, field)
-            sb = _samples((base_timings or {}).get(job_id), column) if column in SAMPLED else None
-            sc = _samples((cand_timings or {}).get(job_id), column) if column in SAMPLED else None
+            sb = samples((base_timings or {}).get(job_id), column) if column in SAMPLED else None
+            sc = samples((cand_timings or {}).get(job_id), column) if column in SAMPLED else None
             if sb and sc:
                 if sb == sc:  # the same measurements (a sweep against itself, a copy): no change at all
                     continue

@@ -8,6 +8,7 @@ from omegaconf import OmegaConf
 from rich.table import Table
 
 from orchestrator.analysis.compare import compare_tables, findings_cells, paired_timings
+from orchestrator.analysis.upgrade import print_upgrade, write_upgrade
 from orchestrator.analysis.verdict import VERDICT_FILE, print_verdict, write_verdict
 from orchestrator.cli.console import make_console
 from orchestrator.cli.sweep import finish
@@ -115,11 +116,18 @@ def report(args: list[str]) -> int:
 def compare(args: list[str]) -> int:
     """Regressions of a candidate sweep against a baseline; exit 1 if any.
 
-    Prints the findings, saves compare.csv and a section of the candidate's dashboard."""
+    Prints the findings, saves compare.csv and a section of the candidate's dashboard. With one
+    directory swept over env.python: the upgrade A/B (upgrade.json), exit 1 if a model breaks or
+    slows down."""
     paths = [a for a in args if "=" not in a]
     overrides = [a for a in args if "=" in a]
+    if len(paths) == 1:
+        return upgrade(paths, overrides)
     if len(paths) != 2:
-        raise ConfigError("compare needs two sweep directories: python -m orchestrator compare BASE CAND")
+        raise ConfigError(
+            "compare needs two sweep directories (python -m orchestrator compare BASE CAND), or one "
+            "swept over env.python (the upgrade A/B)"
+        )
     base_dir, cand_dir = _sweep_dir(paths[:1], "compare"), _sweep_dir(paths[1:], "compare")
     if base_dir == cand_dir:
         raise ConfigError(f"compare: BASE and CAND are the same directory ({base_dir}); give two sweeps")
@@ -152,6 +160,22 @@ def compare(args: list[str]) -> int:
     console.print(f"{len(common - changed)} of {len(common)} matched job(s) unchanged")
     console.print(f"[red]{n} regression(s)[/red]" if n else "[green]no regressions[/green]")
     return 1 if n else 0
+
+
+def upgrade(paths: list[str], overrides: list[str]) -> int:
+    """The upgrade A/B of one sweep over `env.python`; exit 1 if any model breaks or slows down."""
+    sweep_dir = _sweep_dir(paths, "compare")
+    df = gather_table(sweep_dir)
+    found = write_upgrade(sweep_dir, df, _base_config(sweep_dir, overrides).compare) if len(df) else None
+    if found is None:
+        raise ConfigError(
+            f"compare: {sweep_dir} has one environment; give two sweep directories, or sweep "
+            "env.python=/a/bin/python,/b/bin/python"
+        )
+    write_dashboard(sweep_dir, df)
+    print_upgrade(found, make_console())
+    words = [v["verdict"] for comp in found["comparisons"] for v in comp["models"]]
+    return 1 if {"breaks", "slower"} & set(words) else 0
 
 
 def verdict(args: list[str]) -> int:

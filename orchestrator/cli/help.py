@@ -14,6 +14,7 @@ USAGE = """\
 usage: orchestrator [OVERRIDES...] [FLAGS]          run a sweep, e.g. +sweep=modes workload.size=tiny,small
        orchestrator COMMAND DIR                     a command on a sweep directory (below)
        orchestrator compare BASE CAND [compare.KEY=VALUE ...]
+       orchestrator compare DIR [compare.KEY=VALUE ...]   the upgrade A/B of a sweep over env.python
        orchestrator verdict DIR [verdict.KEY=VALUE ...]
 (`python -m orchestrator` is the same command.)"""
 
@@ -93,7 +94,6 @@ def help_text(p: argparse.ArgumentParser, overrides: list[str]) -> str:
 
 def command_help(name: str) -> str:
     doc = textwrap.dedent(getattr(commands, name).__doc__ or "").strip()
-    args = {"compare": "BASE CAND [compare.KEY=VALUE ...]", "verdict": "DIR [verdict.KEY=VALUE ...]"}.get(
-        name, "DIR"
-    )
+    usage = {"compare": "BASE CAND | DIR [compare.KEY=VALUE ...]", "verdict": "DIR [verdict.KEY=VALUE ...]"}
+    args = usage.get(name, "DIR")
     return f"usage: orchestrator {name} {args}\n\n{doc}"

@@ -7,6 +7,7 @@ import fcntl
 import json
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
@@ -14,6 +15,7 @@ from typing import TextIO
 from omegaconf import OmegaConf
 from rich.console import Console
 
+from orchestrator.analysis.upgrade import print_upgrade, write_upgrade
 from orchestrator.analysis.verdict import print_verdict, write_verdict
 from orchestrator.cli.console import make_console
 from orchestrator.config.plan import Plan, build_plan
@@ -29,6 +31,7 @@ from orchestrator.launch.slurm import SlurmLauncher
 from orchestrator.report.dashboard import write_dashboard
 from orchestrator.results.table import gather, write_table
 from orchestrator.results.text import print_table
+from orchestrator.results.time_spent import time_line
 
 LOCK_FILE = "orchestrator.lock"
 MULTIRUN_FLAGS = ("-m", "--multirun")
@@ -93,6 +96,7 @@ def run_sweep(args: list[str]) -> int:
         args = [a for a in args if a not in MULTIRUN_FLAGS]
     if "--dry-run" in args:
         args = [a for a in args if a != "--dry-run"] + ["sweep.dry_run=true"]
+    started = time.time()
     plan = build_plan(args)
     check_plan(plan)
     if plan.base.sweep.dry_run:
@@ -104,10 +108,10 @@ def run_sweep(args: list[str]) -> int:
         return 0
     check_sweep_dir(plan.sweep_dir)
     with take_lock(plan.sweep_dir), stop_on_signals():
-        return _run(plan, console)
+        return _run(plan, console, started)
 
 
-def _run(plan: Plan, console: Console) -> int:
+def _run(plan: Plan, console: Console, started: float) -> int:
     base: Config = plan.base
     earlier = launcher_class(read_ledger(plan.sweep_dir)["launcher"])  # what ran here last
     orphans = earlier.stop_orphans(plan.sweep_dir)
@@ -139,11 +143,18 @@ def _run(plan: Plan, console: Console) -> int:
     runner.run(todo)
     if not console.is_terminal:
         console.line()  # rich's Live ends its last status line without a newline off a terminal
-    return finish(plan.sweep_dir, base, console, wanted={j.job_id for j in plan.jobs})
+    return finish(plan.sweep_dir, base, console, {j.job_id for j in plan.jobs}, started)
 
 
-def finish(sweep_dir: Path, base: Config, console: Console, wanted: set[str] | None = None) -> int:
-    """Gather, print, write the table and the dashboard; exit code 1 if any job failed."""
+def finish(
+    sweep_dir: Path,
+    base: Config,
+    console: Console,
+    wanted: set[str] | None = None,
+    started: float | None = None,
+) -> int:
+    """Gather, print, write the table and the dashboard; exit code 1 if any job failed. `started`:
+    when this sweep was planned (its time spent is printed for the jobs it ran)."""
     df = gather(sweep_dir)
     if wanted is not None and not df.empty:
         df = df[df["job_id"].isin(wanted)]
@@ -153,7 +164,10 @@ def finish(sweep_dir: Path, base: Config, console: Console, wanted: set[str] | N
     csv = write_table(sweep_dir, df)
     print_table(df, f"sweep {base.sweep.name}", console, read_plan(sweep_dir))
     console.print(f"results: {csv}")
+    if started is not None and (spent := time_line(df, time.time() - started, started)):
+        console.print(spent, markup=False, highlight=False)
     print_verdict(write_verdict(sweep_dir, df, base.verdict), console)
+    print_upgrade(write_upgrade(sweep_dir, df, base.compare), console)  # a sweep over env.python
     if base.sweep.report:
         console.print(f"dashboard: {write_dashboard(sweep_dir, df)}")
     if base.logger.mode != "disabled":

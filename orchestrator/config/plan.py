@@ -25,7 +25,7 @@ from orchestrator.config.schema import MEASURED_SECTIONS, Config
 from orchestrator.config.spec import JobSpec, checked_config
 
 # Keys that do not change what a job measures, left out of its id so that a re-run still matches.
-ID_EXCLUDED = {("compile", "cache_dir"), ("bench", "timeout_s")}
+ID_EXCLUDED = {("compile", "cache_dir"), ("bench", "timeout_s"), ("env", "name")}
 
 
 @dataclass
@@ -40,9 +40,13 @@ class Plan:
 
 
 def job_id_of(container: dict[str, Any]) -> str:
+    # The interpreter counts where a job names one (both sides of an upgrade A/B in one sweep); a job
+    # in the orchestrator's own keeps the id it always had, so earlier sweeps still resume.
+    own_env = (container.get("env") or {}).get("python") is not None
+    sections = (*MEASURED_SECTIONS, "env") if own_env else MEASURED_SECTIONS
     measured = {
         section: {k: v for k, v in container[section].items() if (section, k) not in ID_EXCLUDED}
-        for section in MEASURED_SECTIONS
+        for section in sections
     }
     blob = json.dumps(measured, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]

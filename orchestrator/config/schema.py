@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from orchestrator.core.failures import FAILURE_CLASSES, ConfigError
@@ -392,6 +393,28 @@ class VerdictConfig:
 
 
 @dataclass
+class EnvConfig:
+    """The Python environment a job measures in: an axis for the upgrade A/B (analysis/upgrade.py)."""
+
+    python: str | None = None
+    """The interpreter the job's worker runs in (another venv's `bin/python`, with its own torch);
+    null: the orchestrator's own. Sweep two for an A/B: `env.python=/a/bin/python,/b/bin/python`."""
+    name: str | None = None
+    """The environment's name in tables and the A/B; null: the venv's folder (`/x/venv-b/bin/python`
+    is `venv-b`), or nothing when `python` is null."""
+
+    def __post_init__(self) -> None:
+        if self.python is not None and self.name is None:
+            self.name = env_name(self.python)
+
+
+def env_name(python: str) -> str:
+    """An interpreter's default name: the folder that holds its `bin/` (a venv's), else its path."""
+    path = Path(python)
+    return path.parent.parent.name if path.parent.name == "bin" and path.parent.parent.name else python
+
+
+@dataclass
 class Config:
     """The whole composed config."""
 
@@ -405,6 +428,7 @@ class Config:
     sweep: SweepConfig = field(default_factory=SweepConfig)
     compare: CompareConfig = field(default_factory=CompareConfig)
     verdict: VerdictConfig = field(default_factory=VerdictConfig)
+    env: EnvConfig = field(default_factory=EnvConfig)
 
     def __post_init__(self) -> None:
         if self.parallel.world_size > 1 and self.parallel.nodes > 1 and self.launcher.name != "slurm":
@@ -440,5 +464,6 @@ class Config:
             )
 
 
-# The parts of a config that change what a job measures; the job id hashes exactly these.
+# The parts of a config that change what a job measures; the job id hashes exactly these (and `env`
+# where a job names an interpreter of its own: config/plan.py).
 MEASURED_SECTIONS = ("workload", "compile", "bench", "parallel")

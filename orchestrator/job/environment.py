@@ -5,6 +5,7 @@ from __future__ import annotations
 import platform
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import torch
@@ -41,6 +42,7 @@ def describe(device: torch.device, world_size: int) -> Environment:
         env_device=torch.cuda.get_device_name(device) if cuda else (platform.processor() or "cpu"),
         env_host=socket.gethostname(),
         env_python=platform.python_version(),
+        env_interpreter=sys.executable,
         env_world_size=world_size,
         env_git=git_revision(),
         env_cpu_threads=torch.get_num_threads(),

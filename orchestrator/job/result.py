@@ -27,12 +27,15 @@ def figure(header: str | None = None, *, dashboard: bool = False, default: Any =
     return field(default=default, metadata={"header": header, "dashboard": dashboard})
 
 
-def setting(source: str, role: str, header: str | None = None, group: str | None = None) -> Any:
+def setting(
+    source: str, role: str, header: str | None = None, group: str | None = None, axis: str | None = None
+) -> Any:
     """A setting of the job, copied from the config key `source`; `role` says what it names: the
     `model` a sweep compares settings on, or a `compile` setting compared on it; `group`: the config
-    group whose choice (`parallel=ddp`) sets it."""
+    group whose choice (`parallel=ddp`) sets it; `axis`: another key whose sweep it labels (the
+    interpreter's path, labelled by its name)."""
     meta = {"source": source, "role": role, "header": header, "group": group, "dashboard": True}
-    return field(default=None, metadata=meta)
+    return field(default=None, metadata={**meta, "axis": axis})
 
 
 def side(cls: type) -> Any:
@@ -55,6 +58,7 @@ class Identity:
     task: str | None = setting("bench.task", "model", group="bench")
     dtype: str | None = setting("bench.dtype", "model")
     strategy: str | None = setting("parallel.strategy", "model", header="parallel", group="parallel")
+    env: str | None = setting("env.name", "model", axis="env.python")
     mode: str | None = setting("compile.mode", "compile", group="compile")
     dynamic: bool | None = setting("compile.dynamic", "compile")
     fullgraph: bool | None = setting("compile.fullgraph", "compile")
@@ -363,6 +367,7 @@ class Environment:
     env_device: str | None = None
     env_host: str | None = None
     env_python: str | None = None
+    env_interpreter: str | None = None
     env_world_size: int | None = None
     env_git: str | None = None
     env_cpu_threads: int | None = None
@@ -460,6 +465,7 @@ class ResultField:
     source: str | None
     role: str | None
     group: str | None
+    axis: str | None = None
 
 
 SECTION_TYPES: dict[str, type] = {
@@ -497,7 +503,8 @@ def _fields(cls: type, section: str, prefix: str = "", side: str = "") -> list[R
             head = head.format(side=side) if head else None
             dash = bool(m.get("dashboard"))
             key = f"{prefix}{f.name}"
-            out.append(ResultField(key, section, head, dash, m.get("source"), m.get("role"), m.get("group")))
+            where = (m.get("source"), m.get("role"), m.get("group"), m.get("axis"))
+            out.append(ResultField(key, section, head, dash, *where))
     return out
 
 
@@ -521,8 +528,10 @@ def group_columns() -> dict[str, str]:
 
 
 def source_columns() -> dict[str, str]:
-    """Config key -> the result field that holds it (`workload.name` is `workload`)."""
-    return {rf.source: rf.key for rf in FIELDS.values() if rf.source}
+    """Config key -> the result field that holds it (`workload.name` is `workload`, and the swept
+    `env.python` is labelled by `env`, its name)."""
+    out = {rf.source: rf.key for rf in FIELDS.values() if rf.source}
+    return out | {rf.axis: rf.key for rf in FIELDS.values() if rf.axis}
 
 
 def header(key: str) -> str:

@@ -10,9 +10,12 @@ one that says how it ended: its exit code or signal and the last line it printed
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
+import importlib.util
 import json
+import os
 import re
 import signal
 import subprocess
@@ -125,9 +128,12 @@ def run_child(spec: JobSpec) -> dict | None:
     # logging module (seen in CI: the job then hung to the hard limit without a result). SIGCONT's
     # default action is to continue, so it needs no handler.
     signal.signal(signal.SIGCONT, signal.SIG_DFL)
+    python, env = interpreter(spec)
     started_at = time.time()  # the job's wall clock starts here (job/wall.py)
     child = subprocess.Popen(
-        [*PYTHON, "-m", "orchestrator.job.worker", str(request), repr(started_at)], preexec_fn=_worker_child
+        [*python, "-m", "orchestrator.job.worker", str(request), repr(started_at)],
+        preexec_fn=_worker_child,
+        env=env,
     )
     try:
         returncode = child.wait()
@@ -162,6 +168,22 @@ def _with_teardown(result_path: Path, started_at: float) -> dict:
     return row
 
 
+def interpreter(spec: JobSpec) -> tuple[list[str], dict[str, str] | None]:
+    """The worker's command and environment: this interpreter, or the job's `env.python` with this
+    orchestrator's code (and nothing else of this environment) on its path."""
+    python = spec.cfg.env.python
+    if python is None:
+        return PYTHON, None
+    code = Path(spec.sweep_dir) / "code"  # links to this orchestrator's packages, whatever installed it
+    code.mkdir(exist_ok=True)
+    workloads = importlib.util.find_spec("workloads")  # found, not imported: this process stays torch-free
+    assert workloads is not None and workloads.origin is not None
+    for package in (Path(__file__).resolve().parents[1], Path(workloads.origin).resolve().parent):
+        with contextlib.suppress(FileExistsError):  # another job of the sweep made it
+            (code / package.name).symlink_to(package, target_is_directory=True)
+    return [python, "-X", "faulthandler"], {**os.environ, "PYTHONPATH": str(code)}
+
+
 def _stop(child: subprocess.Popen) -> None:
     if child.poll() is None:
         child.kill()
@@ -186,6 +208,8 @@ def _write_ended(spec: JobSpec, rank: int, returncode: int | None, line: str) ->
         status = "crash"
         error = f"worker process {how_it_ended(returncode)} before writing a result"
         error += f": {line}" if line else ""
+    if spec.cfg.env.python is not None:  # what that interpreter lacks is read with its name
+        error += f" (env {spec.cfg.env.name}: {spec.cfg.env.python})"
     write_rank_error(spec.job_dir, rank, status, error)
     if rank != 0:
         return None

@@ -4,6 +4,7 @@ directory. Each failure is one ConfigError line, raised before anything is creat
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import torch
@@ -57,6 +58,9 @@ def check_plan(plan: Plan) -> None:
         path = cfg.workload.path
         if path and not Path(path).is_dir():
             raise ConfigError(f"workload.path={path} does not exist (or is not a directory)")
+        python = cfg.env.python
+        if python is not None and not (Path(python).is_file() and os.access(python, os.X_OK)):
+            raise ConfigError(f"env.python={python} is not an interpreter here (no such executable file)")
         workloads.setdefault(json.dumps(job.config["workload"], sort_keys=True, default=str), cfg.workload)
         backends.add((cfg.compile.backend, path))
     for workload in workloads.values():  # each distinct workload once: its preset, class, arguments

@@ -1,5 +1,6 @@
 """Compile-cost charts: where the first compile's seconds went (stacked phases, one bar per job),
-and cold / warm / portable compile side by side (one bar each per job)."""
+cold / warm / portable compile side by side (one bar each per job), and each job's whole wall time
+by phase."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import plotly.graph_objects as go
 
 from orchestrator.job.result import COMPILE_PHASES as PHASES
 from orchestrator.report.figures import Chart, _layout, _per_job, _values
+from orchestrator.results.time_spent import PHASE_COLUMNS, phase_name
 
 PHASE_NAMES = {
     "dynamo": "dynamo trace",
@@ -60,5 +62,22 @@ def cache_kinds_chart(ok: pd.DataFrame) -> Chart:
         "Cold: the job's own empty cache. Warm: a fresh process against the cache the job filled (a "
         "restart on the same node). Portable: a fresh process with an empty cache, handed the job's "
         "saved cache artifacts (a second node of a cluster)."
+    )
+    return Chart(title, fig, note + capped)
+
+
+def wall_chart(df: pd.DataFrame) -> Chart:
+    """Each job's wall time by phase: the compile and the timing against everything around them."""
+    title = "Wall time of each job, by phase"
+    columns = [c for c in PHASE_COLUMNS if c in df and df[c].fillna(0).gt(0).any()]
+    rows = df[df["job_wall_s"].notna()] if "job_wall_s" in df else df.iloc[0:0]
+    if rows.empty or not columns:
+        return Chart(title, None, "No job recorded its wall time by phase (results from before it was kept).")
+    rows, capped = _per_job(rows, "job_wall_s", "with the longest wall")
+    fig = _bars(rows, [(c, phase_name(c)) for c in columns], "stack")
+    note = (
+        "One bar per job, from the worker's start to its exit (job_wall_s): first calls hold the cold "
+        "compile, timed the measured repetitions; the rest is what the figures cost around them "
+        "(start-up, the primer, the fresh processes of probes and repetitions)."
     )
     return Chart(title, fig, note + capped)

@@ -13,6 +13,7 @@ from orchestrator.report import (
     compile_charts,
     convergence_chart,
     figures,
+    upgrade_section,
     verdict_section,
     why_charts,
 )
@@ -74,6 +75,7 @@ def charts(df: pd.DataFrame, swept: list[str]) -> list[figures.Chart]:
         figures.compile_chart(ok),
         compile_charts.phase_chart(ok),
         compile_charts.cache_kinds_chart(ok),
+        compile_charts.wall_chart(df),
         figures.memory_chart(ok, axes_title),
         figures.count_chart(df, "graph_breaks", "Graph breaks", "graph breaks", axes_title),
         figures.count_chart(
@@ -110,6 +112,7 @@ def write_dashboard(sweep_dir: Path, df: pd.DataFrame, compare: pd.DataFrame | N
     # One answer per model, first: the verdict's (the page names no other "best" setting).
     sections = [verdict_section.answers(verdict)]
     sections += [_section(*s) for s in verdict_section.sections(verdict)]
+    sections += [_section(*s) for s in upgrade_section.sections(sweep_dir)]  # a sweep over env.python
     aggs = aggregates(in_mode_order(df), swept)
     if aggs:
         tables = "".join(f"<div>{html_table(t, list(t.columns), f'by-{c}')}</div>" for c, t in aggs)

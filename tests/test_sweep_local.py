@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import time
 
 from conftest import FAST, TESTS, by_label, results, run_cli
 
@@ -42,7 +43,10 @@ def test_cold_compile_does_not_depend_on_job_order_and_warm_and_portable_run_apa
     """Two jobs with the same graph (they differ in the repeat count only), in both orders: each
     compiles from its own empty cache, so the second neither hits the first's cache nor collapses."""
     common = ["workload=block", "bench.task=infer", *FAST, "sweep.report=false"]
+    started = time.monotonic()
     forward = run_cli([*common, "bench.repeats=3,4", "compile.probes=true", "sweep.dir=fwd"], cwd=tmp_path)
+    forward_s = time.monotonic() - started
+    assert "time: " in forward.stdout and "compile and timing" in forward.stdout, forward.stdout
     assert forward.returncode == 0, forward.stdout + forward.stderr
     backward = run_cli([*common, "bench.repeats=4,3", "compile.probes=false", "sweep.dir=bwd"], cwd=tmp_path)
     assert backward.returncode == 0, backward.stdout + backward.stderr
@@ -64,6 +68,15 @@ def test_cold_compile_does_not_depend_on_job_order_and_warm_and_portable_run_apa
         assert len({r["pid"], r["compile_warm_pid"], r["compile_portable_pid"]}) == 3
         assert r["break_even_warm_steps"] is None or r["break_even_warm_steps"] < r["break_even_steps"]
     assert not list((tmp_path / "fwd" / "jobs").glob("*/inductor-*")), "private caches are removed"
+    for r in results(tmp_path / "fwd").values():  # the job's wall by phase (issue 28)
+        parts = sum(v for k, v in r.items() if k.startswith("wall_") and k.endswith("_s"))
+        assert abs(parts - r["job_wall_s"]) <= 0.03 * r["job_wall_s"], (parts, r["job_wall_s"])
+        assert r["wall_primer_s"] > 0 and r["wall_startup_s"] > 0 and r["wall_teardown_s"] >= 0
+        assert r["wall_first_calls_s"] >= r["first_call_s"], "the first calls hold the cold compile"
+        assert r["wall_probes_s"] > r["compile_warm_s"] + r["compile_portable_s"], "two processes"
+        log = (tmp_path / "fwd" / "jobs" / r["job_id"] / "runs.log").read_text().split()
+        start, end = (float(w.split("=")[1]) for w in log if w.startswith("time="))
+        assert end - start < r["job_wall_s"] < forward_s, "inside the worker's own span and the sweep's"
 
 
 def test_user_defined_module_by_config_alone(tmp_path, fast):

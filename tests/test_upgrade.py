@@ -10,11 +10,13 @@ import sys
 import venv
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import by_label, run_cli
 
-from orchestrator.analysis.upgrade import model_word
+from orchestrator.analysis.upgrade import model_word, pairs
 from orchestrator.config.plan import build_plan
+from orchestrator.config.schema import MEASURED_SECTIONS, CompareConfig
 
 SECOND_TORCH = "torch==2.14.1"
 # What a measuring process imports besides the orchestrator's own code (job/, config/spec, core/).
@@ -129,3 +131,27 @@ def _pair(setting: str, change: float, judged: str, breaks: bool = False) -> dic
 def test_one_word_per_model(pairs, word):
     got, why = model_word(pairs)
     assert got == word and why
+
+
+def test_a_pair_judges_steps_by_their_repetitions_and_compile_and_memory_by_one_figure_each():
+    def row(env: str, python: str, ms: float, cold_s: float) -> dict:
+        reps = [ms * (1 + 0.001 * i) for i in range(8)]
+        return {
+            "job_id": env, "env": env,
+            "config": {**dict.fromkeys(MEASURED_SECTIONS, {}), "env": {"python": python}},
+            "_model": "gpt tiny", "_setting": "default", "status": "ok", "parity_ok": True,
+            "compiled_ms": ms, "eager_ms": 10.0, "speedup": 10.0 / ms, "compile_cold_s": cold_s,
+            "compiled_peak_gib": None, "interleaved": True,
+            "timings": {"eager_ms": [10.0] * 8, "compiled_ms": reps, "process": [0] * 8},
+        }  # fmt: skip
+
+    df = pd.DataFrame([row("a", "/a/python", 5.0, 10.0), row("b", "/b/python", 4.0, 20.0)])
+    (pair,) = pairs(df, "a", "b", CompareConfig())
+    step, cold = pair["figures"]["compiled_ms"], pair["figures"]["compile_cold_s"]
+    assert step["ci"] is not None and step["judged"] == "improvement" and step["change"] < -0.15
+    assert (
+        cold["ci"] is None
+        and cold["change"] == pytest.approx(1.0)
+        and cold["judged"].startswith("regression")
+    )
+    assert pair["figures"]["compiled_peak_gib"]["change"] is None

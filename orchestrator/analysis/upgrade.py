@@ -9,6 +9,7 @@ Written to `upgrade.json`, printed after the verdict, and shown on the dashboard
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -74,8 +75,10 @@ def _figure(
     out: dict[str, Any] = {"baseline": vb, "candidate": vc, "change": None, "ci": None, "judged": None}
     if vb is None or vc is None or vb == 0:
         return out
-    sb, sc = (samples(timings.get(r["job_id"]), column) for r in (base, cand))
-    if sb and sc and column in ("speedup", "compiled_ms", "eager_ms"):
+    # Only the step times and the speedup have repetitions behind them; the rest is one figure a job.
+    repeated = column in ("speedup", *STEP_FIGURES)
+    sb, sc = (samples(timings.get(r["job_id"]), column) if repeated else None for r in (base, cand))
+    if sb and sc:
         change, low, high = change_ci(sb[0], sc[0], sb[1], sc[1])
         judged = change_verdict(low, high, limit, higher_better)
         return {**out, "change": change, "ci": [low, high], "judged": judged}
@@ -161,7 +164,9 @@ def lines(upgrade: dict[str, Any]) -> list[str]:
         paired = len(comp["pairs"])
         out.append(f"upgrade {b} (torch {torch[b]}) -> {c} (torch {torch[c]}): {paired} setting(s) paired")
         out += [f"  {v['model']}: {v['verdict']}: {v['why']}" for v in comp["models"]]
-        out += [f"    {p['model']} {p['setting']}: {pair_text(p)}" for p in comp["pairs"]]
+        for p in comp["pairs"]:  # wrapped, not cut: the last figures of a setting matter as much
+            out += textwrap.wrap(f"{p['model']} {p['setting']}: {pair_text(p)}", PLAIN_WIDTH - 4,
+                                 initial_indent="    ", subsequent_indent="      ")  # fmt: skip
     return [line[:PLAIN_WIDTH] for line in out]
 
 

@@ -170,7 +170,7 @@ def _with_teardown(result_path: Path, started_at: float) -> dict:
 
 def interpreter(spec: JobSpec) -> tuple[list[str], dict[str, str] | None]:
     """The worker's command and environment: this interpreter, or the job's `env.python` with this
-    orchestrator's code (and nothing else of this environment) on its path."""
+    orchestrator's code (and no other package of this environment) on its path."""
     python = spec.cfg.env.python
     if python is None:
         return PYTHON, None
@@ -181,7 +181,9 @@ def interpreter(spec: JobSpec) -> tuple[list[str], dict[str, str] | None]:
     for package in (Path(__file__).resolve().parents[1], Path(workloads.origin).resolve().parent):
         with contextlib.suppress(FileExistsError):  # another job of the sweep made it
             (code / package.name).symlink_to(package, target_is_directory=True)
-    return [python, "-X", "faulthandler"], {**os.environ, "PYTHONPATH": str(code)}
+    # The user's own PYTHONPATH (their model's repository) stays, after this orchestrator's code.
+    path = os.pathsep.join(p for p in (str(code), os.environ.get("PYTHONPATH")) if p)
+    return [python, "-X", "faulthandler"], {**os.environ, "PYTHONPATH": path}
 
 
 def _stop(child: subprocess.Popen) -> None:

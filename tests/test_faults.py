@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 from conftest import FAST, ROOT, TESTS, by_label, results, run_cli, wait_until
 
@@ -64,10 +65,13 @@ def test_fault_injection_sweep(tmp_path, fast):
     targets = ",".join(f"user_models:{name}" for name in FAULTS if name != "Hangs")
     # A limit no healthy job meets on a loaded host (they end on their own); the hang gets a short one,
     # which it meets whatever the host's load (its forward sleeps for an hour).
-    proc = run_cli([*common, f"workload.target={targets}", "bench.timeout_s=600"], cwd=tmp_path, timeout=1500)
-    assert proc.returncode == 1, "a failed job must make the exit code say so"
+    faults = [*common, f"workload.target={targets}", "bench.timeout_s=600"]
     hang = [*common, "workload.target=user_models:Hangs", "bench.timeout_s=30", "sweep.name=hangs"]
-    assert run_cli(hang, cwd=tmp_path, timeout=300).returncode == 1
+    with ThreadPoolExecutor(2) as pool:  # the hang sleeps through its limit beside the other sweep
+        hung = pool.submit(run_cli, hang, cwd=tmp_path, timeout=300)
+        proc = run_cli(faults, cwd=tmp_path, timeout=1500)
+        assert proc.returncode == 1, "a failed job must make the exit code say so"
+        assert hung.result().returncode == 1
     sweep_dir = tmp_path / "sweeps" / "default"
     got = {label.split(":")[-1]: r for label, r in by_label(sweep_dir).items()}
     (got["Hangs"],) = results(tmp_path / "sweeps" / "hangs").values()

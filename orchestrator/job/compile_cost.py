@@ -101,9 +101,13 @@ def prime(device: torch.device, backward: bool) -> None:
 
     # Which vector instructions the CPU's kernels may use: inductor builds a test library per ISA
     # into the current cache (about 10 s on 2 cores) and remembers the answer for the process. In a
-    # node-wide cache of its own the libraries are built once per machine, not once per job.
-    with scoped_environ({"TORCHINDUCTOR_CACHE_DIR": default_cache_dir() + "-isa"}):
-        valid_vec_isa_list()
+    # node-wide cache of its own the libraries are built once per machine, not once per job. A GPU
+    # job's kernels are Triton's and never ask; there the check only costs (torch 2.11 loads each
+    # test library in a Python that imports torch: 51-59 s a process on the H200 host, measured in
+    # benchmarks/h200-gate/, paid by the job and again by each probe).
+    if device.type == "cpu":
+        with scoped_environ({"TORCHINDUCTOR_CACHE_DIR": default_cache_dir() + "-isa"}):
+            valid_vec_isa_list()
     x = torch.randn(8, device=device, requires_grad=backward)
     with fresh_cache():
         y = torch.compile(lambda t: (t.sin() * 2).sum())(x)

@@ -35,7 +35,7 @@ def probe(spec: JobSpec, device: torch.device, cache: Path, artifacts: Path | No
     from workloads import build_workload
 
     cfg = spec.cfg
-    prime(device, cfg.bench.task == "train")
+    prime(device, cfg.bench.task == "train", cfg.compile.path == "aoti")
     out: dict = {"load_s": None}
     with user_code(cfg.workload.path), compile_settings(cfg, cache):
         if artifacts is not None:

@@ -54,7 +54,7 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
     if not req.get("full", True):  # memory only: a few steps are enough to reach the peak
         cfg = dataclasses.replace(cfg, bench=dataclasses.replace(cfg.bench, warmup=1, repeats=2))
     if req.get("prime"):
-        prime(device, cfg.bench.task == "train")
+        prime(device, cfg.bench.task == "train", cfg.compile.path == "aoti")
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     out: dict = {"pid": os.getpid()}

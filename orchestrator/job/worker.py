@@ -159,7 +159,7 @@ def run_job(spec: JobSpec, clock: WallClock | None = None) -> dict | None:
             if private and compiled_mode:
                 with clock.phase("primer"):
                     # one-offs of this process and machine stay out of the cold figure
-                    prime(device, cfg.bench.task == "train")
+                    prime(device, cfg.bench.task == "train", cfg.compile.path == "aoti")
             torch._dynamo.reset()  # nothing compiled earlier in this process may serve this job
             measured = node_peaks(device, Path(spec.sweep_dir)) if cfg.bench.measure_peaks else None
             with clock.phase("build"):

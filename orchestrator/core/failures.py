@@ -9,9 +9,13 @@ or the error a rank recorded before the job died (`first_rank_error`).
 from __future__ import annotations
 
 import json
+import re
+import sys
+import sysconfig
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 from orchestrator.core.files import write_json_atomic
 
@@ -74,8 +78,9 @@ def from_scheduler_state(state: str) -> str | None:
     return ENDED_STATES.get(word)
 
 
-def write_rank_error(job_dir: Path, rank: int, status: str, error: str) -> None:
-    """Record why this rank failed, before the job dies: the cause, where peers see a broken group."""
+def write_rank_error(job_dir: Path, rank: int, status: str, error: str, where: str | None = None) -> None:
+    """Record why this rank failed, before the job dies: the cause, where peers see a broken group.
+    The whole traceback, untrimmed (the job's stderr log holds it too)."""
     write_json_atomic(
         job_dir / RANK_ERROR.format(rank),
         {
@@ -83,9 +88,63 @@ def write_rank_error(job_dir: Path, rank: int, status: str, error: str) -> None:
             "time": time.time(),
             "status": status,
             "error": error,
-            "traceback": traceback.format_exc()[-4000:],
+            "where": where,
+            "traceback": traceback.format_exc(),
         },
     )
+
+
+# Not the user's code: torch, transformers, timm, numpy, this package, the launch stack, Python's own.
+_NOT_USERS = ("torch", "transformers", "timm", "numpy", "orchestrator", "workloads", "submitit", "hydra")
+_STDLIB = (sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"])
+# dynamo's compile errors end with the user's frame it was tracing: `File "x.py", line 12, in forward`.
+_DYNAMO_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+
+
+def _package_dirs(names: tuple[str, ...]) -> list[str]:
+    dirs = []
+    for name in names:
+        module = sys.modules.get(name)
+        file = getattr(module, "__file__", None)
+        if file:
+            dirs.append(str(Path(file).resolve().parent) + "/")
+    return dirs
+
+
+def _is_users(filename: str, library: list[str]) -> bool:
+    if filename.startswith("<"):  # <frozen ...>, <string>, generated code
+        return False
+    path = str(Path(filename).resolve())
+    return not path.startswith(_STDLIB) and not any(path.startswith(d) for d in library)
+
+
+def user_frame(exc: BaseException) -> str | None:
+    """Where a job's failure happened in the user's code, as `file:line (function)`: dynamo's "from
+    user code" frame for a compile error, else the innermost traceback frame outside torch,
+    transformers, timm, this package and Python's library, over the exception's causes (the root
+    cause first); else the innermost frame outside torch and this package (a transformers model's
+    own line); None when every frame is torch's or ours."""
+    chain: list[BaseException] = []
+    seen = exc
+    while seen is not None and seen not in chain:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    for e in reversed(chain):
+        text = str(e)
+        if "from user code" in text:
+            tail = text.split("from user code", 1)[1]
+            frames = [m for m in _DYNAMO_FRAME.findall(tail) if _is_users(m[0], _package_dirs(_NOT_USERS))]
+            if frames:
+                file, line, fn = frames[-1]
+                return f"{file}:{line} ({fn})"
+    for names in (_NOT_USERS, ("torch", "orchestrator", "workloads", "submitit", "hydra")):
+        library = _package_dirs(names)
+        for e in reversed(chain):
+            frames = [f for f in traceback.extract_tb(e.__traceback__) if _is_users(f.filename, library)]
+            if frames:
+                f = frames[-1]
+                return f"{f.filename}:{f.lineno} ({f.name})"
+    return None
 
 
 def first_rank_error(job_dir: Path) -> dict | None:
@@ -97,3 +156,14 @@ def first_rank_error(job_dir: Path) -> dict | None:
         except (OSError, json.JSONDecodeError):
             continue  # a rank died while writing it: the others still tell
     return min(errors, key=lambda e: e["time"]) if errors else None
+
+
+def failure_lines(row: Any) -> list[str]:
+    """A failed result (a dict or a table row) as lines: its message's first line, where in the user's
+    code, the file with the whole traceback; each on its own line, so that no path is cut off."""
+    text = str(row.get("error") or "").strip()
+    lines = [f"{row['job_id']} {row['status']}: {text.splitlines()[0] if text else 'no message'}"]
+    for key, what in (("error_where", "at"), ("error_log", "traceback")):
+        if isinstance(row.get(key), str) and row.get(key):
+            lines.append(f"  {what}: {row[key]}")
+    return lines

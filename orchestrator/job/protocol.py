@@ -35,6 +35,7 @@ def run_protocol(ctx: JobContext, together: bool = True) -> JobResult:
         model_mode="train" if wl.model.training else "eval",
         blocks=wl.blocks_where or None,
         optimizer=ctx.optimizer_text(),
+        compute_dtype=parity.compute_dtype(wl.model, cfg.bench.dtype),
     )
     clock = ctx.clock
     with clock.phase("flops"):

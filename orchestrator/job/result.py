@@ -76,6 +76,10 @@ class Outcome:
 
     status: str = figure("status", default="crash")
     error: str | None = figure(dashboard=True)
+    error_where: str | None = figure(dashboard=True)
+    """Where it failed: the user's code (`file:line (function)`), else the library's innermost line."""
+    error_log: str | None = figure(dashboard=True)
+    """The file that holds the failure's whole traceback (the job's stderr log)."""
     exit_code: int | None = None
     wall_s: NUMBER = None
     pid: int | None = None
@@ -101,6 +105,7 @@ class ModelFigures:
     flops_basis: str | None = None
     random_ops: bool | None = None
     optimizer: str | None = None
+    compute_dtype: str | None = None
 
 
 @dataclass
@@ -215,6 +220,7 @@ class Parity:
     parity_buffers: int | None = None
     parity_error: str | None = None
     parity_rng: str | None = None
+    parity_note: str | None = None
 
 
 @dataclass

@@ -218,6 +218,7 @@ def _write_ended(spec: JobSpec, rank: int, returncode: int | None, line: str) ->
 
     result = result_skeleton(spec)
     result.outcome.status, result.outcome.error, result.outcome.exit_code = status, error, returncode
+    result.outcome.error_log = result.outcome.log_stderr  # what the child printed before it ended
     row = result.to_dict()
     write_json_atomic(spec.job_dir / RESULT_FILE, row)
     return row

@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 
 from orchestrator.config.spec import JobSpec
-from orchestrator.core.failures import classify, first_rank_error, write_rank_error
+from orchestrator.core.failures import RANK_ERROR, classify, first_rank_error, user_frame, write_rank_error
 from orchestrator.core.files import RESULT_FILE, write_json_atomic
 from orchestrator.core.numbers import payback_steps, saved_per_step_s
 from orchestrator.core.user_code import user_code
@@ -54,6 +54,7 @@ from orchestrator.job.wall import WallClock
 from workloads import build_workload
 
 RUNS_FILE = "runs.log"
+TRACEBACK_FILE = "traceback.txt"
 
 
 def job_cache(spec: JobSpec) -> Path:
@@ -113,6 +114,21 @@ def measure(spec: JobSpec, ctx: JobContext, cache: Path) -> None:
                 processes.sides_alone(spec, ctx, cache, full=False)
         except (RuntimeError, torch.OutOfMemoryError) as e:  # the timings stand; memory is missing
             ctx.result.memory = Memory(memory_error=first_line(e))
+
+
+def keep_traceback(spec: JobSpec, log_stderr: str | None) -> str:
+    """Write the exception being handled, whole, where the user looks: the job's stderr log (the
+    worker process writes to it), or, for a job run in-process (the debug launcher), a file of its own.
+    Returns that file's path."""
+    import traceback
+
+    text = traceback.format_exc()
+    if log_stderr:
+        print(text, file=sys.stderr, flush=True)
+        return log_stderr
+    path = spec.job_dir / TRACEBACK_FILE
+    path.write_text(text)
+    return str(path)
 
 
 def _log_run(spec: JobSpec, event: str) -> None:
@@ -184,7 +200,9 @@ def run_job(spec: JobSpec, clock: WallClock | None = None) -> dict | None:
             outcome.error = f"{type(exc).__name__}: {exc}".strip()[:2000]
             if outcome.status == "timeout":
                 outcome.error = f"hit its time limit of {cfg.bench.timeout_s:.0f} s per attempt ({exc})"
-            write_rank_error(spec.job_dir, rank, outcome.status, outcome.error)
+            outcome.error_where = user_frame(exc)
+            outcome.error_log = keep_traceback(spec, outcome.log_stderr)
+            write_rank_error(spec.job_dir, rank, outcome.status, outcome.error, outcome.error_where)
     with clock.phase("finish"):
         if trace_dir is not None and rank == 0:
             outcome.trace_dir = str(trace_dir)
@@ -195,6 +213,8 @@ def run_job(spec: JobSpec, clock: WallClock | None = None) -> dict | None:
             first = first_rank_error(spec.job_dir)
             if first is not None and first["rank"] != rank:
                 outcome.status, outcome.error = first["status"], f"rank {first['rank']}: {first['error']}"
+                outcome.error_where = first.get("where")
+                outcome.error_log = str(spec.job_dir / RANK_ERROR.format(first["rank"]))  # its traceback
         result.environment = describe(device, world)
         outcome.pid, outcome.wall_s = os.getpid(), time.time() - started
         if ctx is not None:

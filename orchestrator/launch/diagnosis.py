@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import submitit
 
 from orchestrator.config.spec import JobSpec
-from orchestrator.core.failures import first_rank_error, from_scheduler_state
+from orchestrator.core.failures import RANK_ERROR, first_rank_error, from_scheduler_state
 from orchestrator.job.skeleton import result_skeleton
 
 LOG_TAIL_CHARS = 1500
@@ -36,11 +36,14 @@ def failure_result(spec: JobSpec, attempt: Attempt | None, status: str, error: s
     if attempt is not None:
         outcome.log_stdout = str(attempt.job.paths.stdout)
         outcome.log_stderr = str(attempt.job.paths.stderr)
+        outcome.error_log = outcome.log_stderr  # what the worker printed before it died
         outcome.wall_s = time.time() - attempt.started
     first = first_rank_error(spec.job_dir)
     if first is not None:  # a rank recorded why it failed before the job died
         outcome.status = first["status"] if status == "crash" else status
         outcome.error = f"rank {first['rank']}: {first['error']} ({error})"
+        outcome.error_where = first.get("where")
+        outcome.error_log = str(spec.job_dir / RANK_ERROR.format(first["rank"]))  # its whole traceback
     return result.to_dict()
 
 

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from orchestrator.config.schema import Config
 from orchestrator.config.spec import JobSpec
+from orchestrator.core.failures import failure_lines
 from orchestrator.core.files import RESULT_FILE, read_result, write_json_atomic
 from orchestrator.launch.diagnosis import Attempt, diagnose, failure_result
 from orchestrator.launch.launchers import make_launcher
@@ -132,9 +133,13 @@ class Runner:
         self.counts["done" if ok else "failed"] += 1
         mark = "[green]ok[/green]" if ok else f"[red]{result['status']}[/red]"
         figure = f" speedup {result['speedup']:.3f}" if ok and result.get("speedup") else ""
-        self.console.print(
-            f"{mark} {spec.job_id} {spec.label}{figure}" + ("" if ok else f": {result['error']}")
-        )
+        if ok:
+            self.console.print(f"{mark} {spec.job_id} {spec.label}{figure}")
+        else:  # the message, then where it failed and the file with the whole traceback
+            first, *more = failure_lines(result)
+            self.console.print(f"{mark} {spec.job_id} {spec.label}: {first.split(': ', 1)[1]}")
+            for line in more:
+                self.console.print(line, markup=False, highlight=False, soft_wrap=True)
         retry = self.base.retry
         if not ok and result["status"] in retry.on and self.attempts_made[spec.job_id] <= retry.max_retries:
             self.counts["failed"] -= 1

@@ -160,7 +160,8 @@ def write_dashboard(sweep_dir: Path, df: pd.DataFrame, compare: pd.DataFrame | N
         ("label", "label", True),
         ("status", "status", True),
         ("error", "error", True),
-        ("log", "log", True),
+        ("error_where", "where", True),
+        ("log", "traceback", True),
     ]
     sections.append(
         _section(

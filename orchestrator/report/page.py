@@ -104,8 +104,11 @@ def _href(path: object, sweep_dir: Path) -> str | None:
 
 
 def links(df: pd.DataFrame, sweep_dir: Path) -> pd.DataFrame:
-    """`log` (the job's stderr) and `trace` (a TORCH_TRACE folder, where the job has one) per row."""
+    """`log` (the file with a failure's whole traceback, else the job's stderr) and `trace` (a
+    TORCH_TRACE folder, where the job has one) per row."""
     logs = df["log_stderr"] if "log_stderr" in df else pd.Series(None, index=df.index)
+    if "error_log" in df:
+        logs = df["error_log"].where(df["error_log"].notna(), logs)
     own = "trace_dir" if "trace_dir" in df else "trace" if "trace" in df else None
     traces = df[own] if own else df["job_id"].map(lambda j: str(sweep_dir / "jobs" / j / "trace"))
     return df.assign(

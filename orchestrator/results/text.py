@@ -10,6 +10,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from orchestrator.core.failures import failure_lines
 from orchestrator.core.numbers import present
 from orchestrator.job.result import header
 from orchestrator.results.present import (
@@ -53,6 +54,9 @@ def format_cell(row: pd.Series, key: str) -> str:
     value = row.get(key)
     if not present(value):
         return "-"
+    computes = row.get("compute_dtype")
+    if key == "dtype" and present(computes) and computes != value:
+        return f"{value} (computes {computes})"  # a model built in bf16 under bench.dtype=fp32
     if key in ("graph_breaks", "dyn_recompiles"):
         return f"{value:.0f}"
     return sig(value) if isinstance(value, int | float) and not isinstance(value, bool) else axis_text(value)
@@ -119,10 +123,7 @@ def print_table(
     console = console or Console()
     columns, rows, caption = table_cells(df, plan or {})
     failed = df[df["status"] != "ok"] if "status" in df else df.iloc[0:0]
-    notes = [
-        f"{row['job_id']} {row['status']}: {str(row.get('error')).splitlines()[0]}"
-        for _, row in failed.iterrows()
-    ]
+    notes = [line for _, row in failed.iterrows() for line in failure_lines(row)]
     if "iso_ok" in df:
         flagged = df[[isolation_flag(v) == "!" for v in df["iso_ok"]]]
         notes += [f"{row['job_id']} isolation: {row.get('iso_note')}" for _, row in flagged.iterrows()]

@@ -1,7 +1,9 @@
 """What a step feeds a model and what training optimizes: positional or named inputs, and the loss.
 
 A workload's inputs are a tuple (positional, `model(*inputs)`) or a dict (keywords,
-`model(**inputs)`, as Hugging Face models take them). For `train`, the model is wrapped in
+`model(**inputs)`, as Hugging Face models take them). A positional input may itself be a dict, list
+or any pytree of tensors (`forward(batch)` with `batch = {"x": ..., "mask": ...}`): the tuple
+`(batch,)` passes it as it is. For `train`, the model is wrapped in
 `TaskLoss`: its forward returns the loss its output carries (`loss_of`), or the user's
 `workload.loss` function's.
 """
@@ -14,10 +16,12 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.utils._pytree import tree_leaves, tree_map
 
 from orchestrator.core.failures import ConfigError
 
-Inputs = tuple[torch.Tensor, ...] | dict[str, torch.Tensor]
+Inputs = tuple[Any, ...] | dict[str, Any]
+"""Positional (a tuple of tensors or pytrees of tensors) or keyword (a dict) inputs of one step."""
 DTYPES = {"float": torch.float32, "long": torch.long, "int": torch.int32, "bool": torch.bool}
 
 
@@ -27,14 +31,14 @@ def call(model: nn.Module, inputs: Inputs) -> Any:
 
 
 def tensors_of(inputs: Inputs) -> list[torch.Tensor]:
-    return list(inputs.values()) if isinstance(inputs, dict) else list(inputs)
+    """Every tensor of the inputs, in order, at any depth (a positional dict's values too)."""
+    return [t for t in tree_leaves(inputs) if isinstance(t, torch.Tensor)]
 
 
 def map_inputs(inputs: Inputs, fn: Callable[[torch.Tensor], torch.Tensor]) -> Inputs:
-    """The same inputs, each tensor through `fn` (to a device, in fp64, reversed on the batch...)."""
-    if isinstance(inputs, dict):
-        return {k: fn(v) for k, v in inputs.items()}
-    return tuple(fn(t) for t in inputs)
+    """The same inputs, each tensor at any depth through `fn` (to a device, in fp64, reversed on the
+    batch...); other leaves as they are."""
+    return tree_map(lambda t: fn(t) if isinstance(t, torch.Tensor) else t, inputs)
 
 
 def first_tensor(out: Any) -> torch.Tensor | None:
@@ -102,19 +106,37 @@ class InputSpec:
         return torch.randint(0, self.high or vocab, shape, dtype=dtype, device=device)
 
 
+Spec = InputSpec | dict[str, InputSpec]
+"""One input: a tensor, or a dict of tensors passed as one positional argument."""
+
+
 def parse_inputs(
     spec: Any, dtype: str = "float", key: str = "workload.inputs"
-) -> list[tuple[str | None, InputSpec]]:
-    """`[[8, 64], ...]` (positional shapes) or `{name: [8, 64] | {shape, dtype, high, fill}}` (named);
-    `dtype` is a bare shape's; a bad entry is one ConfigError line naming it."""
+) -> list[tuple[str | None, Spec]]:
+    """`[[8, 64], ...]` (positional shapes), `{name: [8, 64] | {shape, dtype, high, fill}}` (named:
+    keywords), or a list holding such a mapping (`[{x: [8, 64], mask: {...}}]`: one positional dict,
+    `forward(batch)`); `dtype` is a bare shape's; a bad entry is one ConfigError line naming it."""
     if isinstance(spec, Mapping):
         return [(str(name), _one(value, f"{key}.{name}", dtype)) for name, value in spec.items()]
-    if spec and isinstance(spec, list | tuple) and all(isinstance(s, list | tuple) for s in spec):
-        return [(None, _one(s, f"{key}[{i}]", dtype)) for i, s in enumerate(spec)]
+    if spec and isinstance(spec, list | tuple) and all(isinstance(s, list | tuple | Mapping) for s in spec):
+        return [
+            (
+                None,
+                _named(s, f"{key}[{i}]", dtype) if isinstance(s, Mapping) else _one(s, f"{key}[{i}]", dtype),
+            )
+            for i, s in enumerate(spec)
+        ]
     raise ConfigError(
-        f"{key}={spec!r} is not valid; give a list of shapes ([[8,64]]) or named inputs "
-        "({x: [8,64]} or {input_ids: {shape: [8,128], dtype: long, high: 1000}})"
+        f"{key}={spec!r} is not valid; give a list of shapes ([[8,64]]), named inputs "
+        "({x: [8,64]} or {input_ids: {shape: [8,128], dtype: long, high: 1000}}), "
+        "or a positional dict ([{x: [8,64], mask: [8,64]}])"
     )
+
+
+def _named(spec: Mapping, key: str, dtype: str) -> dict[str, InputSpec]:
+    if not spec:
+        raise ConfigError(f"{key}: a positional dict needs at least one named input")
+    return {str(name): _one(value, f"{key}.{name}", dtype) for name, value in spec.items()}
 
 
 def _one(value: Any, key: str, bare_dtype: str) -> InputSpec:
@@ -143,7 +165,7 @@ def _shape(shape: Any, key: str) -> list[int]:
 
 
 def random_inputs(
-    specs: list[tuple[str | None, InputSpec]],
+    specs: list[tuple[str | None, Spec]],
     device: torch.device,
     vocab: int,
     batch_size: int | None = None,
@@ -151,14 +173,19 @@ def random_inputs(
 ) -> Inputs:
     """One step's inputs: each spec's shape with the batch (dim 0) and sequence length (dim 1)
     replaced where given."""
-    made = []
-    for name, spec in specs:
+
+    def one(spec: InputSpec) -> torch.Tensor:
         shape = list(spec.shape)
         if batch_size is not None:
             shape[0] = batch_size
         if seq_len is not None and len(shape) > 1:
             shape[1] = seq_len
-        made.append((name, spec.make(shape, device, vocab)))
+        return spec.make(shape, device, vocab)
+
+    made = [
+        (name, {k: one(v) for k, v in spec.items()} if isinstance(spec, dict) else one(spec))
+        for name, spec in specs
+    ]
     if all(name is not None for name, _ in made):
         return {name: t for name, t in made}  # type: ignore[misc]
     return tuple(t for _, t in made)

@@ -27,12 +27,15 @@ from workloads.workload import Workload
 __all__ = ["Workload", "build_workload", "check_workload"]
 
 
+BUILDERS = {"gpt": gpt.build, "block": block.build, "module": module.build, "hf": hf.build}
+BUILDERS["timm"] = timm_models.build
+
+
 def build_workload(cfg: WorkloadConfig, task: str, device: torch.device, seed: int = 0) -> Workload:
     """Build the workload on `device` with seeded weights, in the mode its task means; inputs are
     seeded too."""
     check_workload(cfg)
-    builders = {"gpt": gpt.build, "block": block.build, "module": module.build, "hf": hf.build}
-    builders["timm"] = timm_models.build
+    builders = BUILDERS
     torch.manual_seed(seed)
     wl = builders[str(cfg.name)](cfg, task, device)
     wl.model.to(device)
@@ -52,6 +55,20 @@ def check_workload(cfg: WorkloadConfig) -> None:
     elif cfg.name == "module":
         module.check(cfg)
     elif cfg.name == "hf":
-        hf.build_config(cfg, hf.model_class(cfg.model))
+        hf.check(cfg)
     elif cfg.name == "timm":
         timm_models.check(cfg)
+    if cfg.blocks:
+        check_blocks(cfg)
+
+
+def check_blocks(cfg: WorkloadConfig) -> None:
+    """`workload.blocks` names modules of the model: checked on a model built on the meta device (no
+    memory, no weights). A model that cannot be built there is checked when its job builds it."""
+    try:
+        with torch.device("meta"):
+            BUILDERS[str(cfg.name)](cfg, "infer", torch.device("meta"))
+    except ConfigError:
+        raise
+    except Exception:  # noqa: BLE001 (user code that needs real tensors to build: its job will say)
+        return

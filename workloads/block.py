@@ -8,6 +8,7 @@ from torch import nn
 
 from orchestrator.config.schema import WorkloadConfig
 from workloads.inputs import TaskLoss
+from workloads.blocks import find_blocks
 from workloads.workload import Workload
 
 # name -> (batch, rows per sample, features in, features out)
@@ -40,4 +41,5 @@ def build(cfg: WorkloadConfig, task: str, device: torch.device):
     def make_inputs(seq_len: int | None = None) -> tuple[torch.Tensor, ...]:
         return (torch.randn(batch, seq_len or rows, d_in, device=device),)
 
-    return Workload(model, make_inputs, batch, rows)
+    blocks, where = find_blocks(inner, cfg.blocks)  # none of its own; the user's named ones checked
+    return Workload(model, make_inputs, batch, rows, blocks, blocks_where=where)

@@ -9,6 +9,8 @@ by the user: `workload.blocks=model.layers` (comma-separated for several).
 
 from __future__ import annotations
 
+import difflib
+
 from torch import nn
 
 from orchestrator.core.failures import ConfigError
@@ -46,8 +48,11 @@ def find_blocks(model: nn.Module, paths: str | None = None) -> tuple[list[Block]
             container = model.get_submodule(path)
         except AttributeError:
             found = ", ".join(block_lists(model)) or "none found"
+            names = [n for n, _ in model.named_modules() if n and not n.rpartition(".")[2].isdigit()]
+            close = difflib.get_close_matches(path, names, n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise ConfigError(
-                f"workload.blocks={path} is not a module of the model (repeated blocks: {found})"
+                f"workload.blocks={path} is not a module of the model{hint} (repeated blocks: {found})"
             ) from None
         children = list(container.named_children())
         if not children:

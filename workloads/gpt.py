@@ -116,7 +116,7 @@ def build(cfg: WorkloadConfig, task: str, device: torch.device):
         inputs, targets = idx[:, :-1].contiguous(), idx[:, 1:].contiguous()
         return (inputs, targets) if task == "train" else (inputs,)
 
-    blocks, where = find_blocks(model, "blocks")
+    blocks, where = find_blocks(model, cfg.blocks or "blocks")
     stream = phrase_stream(size.vocab, batch, seq, device)
     return Workload(model, make_inputs, batch, seq, blocks, stream, blocks_where=where)
 

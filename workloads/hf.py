@@ -16,6 +16,7 @@ loss; `infer` passes none unless `workload.labels=true` (as PyTorch's harness do
 
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Any
 
@@ -24,35 +25,10 @@ import torch
 from orchestrator.config.schema import WorkloadConfig
 from orchestrator.core.failures import ConfigError
 from workloads.blocks import find_blocks
+from workloads.hf_config import build_config, sub_configs
 from workloads.inputs import Inputs, TaskLoss
 from workloads.workload import Workload
 
-# Keys each size sets where the config class has them (many classes map these names to their own
-# through `attribute_map`: GPT-2's n_embd, T5's d_model...). `default`: the class's own defaults.
-SIZES: dict[str, dict[str, Any]] = {
-    "tiny": dict(layers=2, hidden=64, heads=4, kv_heads=2, ffn=128, vocab=1024, head_dim=16),
-    "small": dict(layers=4, hidden=256, heads=4, kv_heads=2, ffn=1024, vocab=32000, head_dim=64),
-    "base": dict(layers=12, hidden=768, heads=12, kv_heads=4, ffn=3072, vocab=32000, head_dim=64),
-    "default": {},
-}
-TINY_EXTRA = {"max_position_embeddings": 128, "n_positions": 128, "image_size": 32, "patch_size": 8}
-CONFIG_KEYS = {
-    "layers": ("num_hidden_layers", "encoder_layers", "decoder_layers", "num_decoder_layers"),
-    "hidden": ("hidden_size", "embedding_size", "word_embed_proj_dim"),
-    "heads": ("num_attention_heads", "encoder_attention_heads", "decoder_attention_heads"),
-    "kv_heads": ("num_key_value_heads",),
-    "ffn": (
-        "intermediate_size",
-        "n_inner",
-        "d_ff",
-        "ffn_dim",
-        "encoder_ffn_dim",
-        "decoder_ffn_dim",
-        "hidden_dim",
-    ),
-    "vocab": ("vocab_size",),
-    "head_dim": ("head_dim", "d_kv"),
-}
 # Samples and sequence length per task: a CPU test's for `tiny`; on a GPU, PyTorch's harness's
 # (BERT-like 512, GPT-2-like 1024; images at the config's size).
 SHAPES = {
@@ -95,10 +71,13 @@ def model_class(name: str | None) -> type:
     cls = getattr(transformers, name, None)
     if cls is None or not hasattr(cls, "config_class"):
         known = [n for n in dir(transformers) if n.endswith(("Model", "LM")) or "For" in n]
-        close = difflib.get_close_matches(name, known, n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise ConfigError(f"workload.model={name} is not a transformers model class{hint}")
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.75)  # near misses only
+        hint = f"did you mean {', '.join(close)}?" if close else f"e.g. {', '.join(EXAMPLES)}"
+        raise ConfigError(f"workload.model={name} is not a transformers model class; {hint}")
     return cls
+
+
+EXAMPLES = ("BertForMaskedLM", "LlamaForCausalLM", "T5ForConditionalGeneration", "ViTForImageClassification")
 
 
 def task_of(cls: type, config: Any) -> str:
@@ -108,37 +87,56 @@ def task_of(cls: type, config: Any) -> str:
     return "image" if hasattr(config, "image_size") and not hasattr(config, "vocab_size") else "base"
 
 
-def build_config(cfg: WorkloadConfig, cls: type) -> Any:
-    """The model's config: the class's defaults, the size preset's keys it has, then the user's."""
-    if cfg.size not in SIZES:
+# What a model's forward takes, as far as this module can make it.
+MADE = "token ids, pixel values (images), ids with pixel values (CLIP-like), Whisper's audio features"
+
+
+def input_kind(cls: type, config: Any) -> str:
+    """`ids`, `pixels`, `ids+pixels` (a text and a vision tower: CLIP, SigLIP) or `audio` (Whisper's
+    log-mel features); one ConfigError line for a model whose inputs are not made here yet."""
+    params = inspect.signature(cls.forward).parameters
+    main = getattr(cls, "main_input_name", "input_ids")
+    needs = f"workload.model={cls.__name__} needs"
+    if any(hasattr(part, k) for part in sub_configs(config) for k in ("image_token_id", "image_token_index")):
         raise ConfigError(
-            f"workload.size={cfg.size!r} is not an hf preset; choose one of: {', '.join(SIZES)}"
+            f"{needs} image placeholder tokens in its ids matched to its vision features, which "
+            f"workload=hf does not make yet (it makes {MADE})"
         )
-    config = cls.config_class()
-    for name, value in SIZES[cfg.size].items():
-        for key in CONFIG_KEYS[name]:
-            if hasattr(config, key):
-                setattr(config, key, value)
-    for key, value in TINY_EXTRA.items() if cfg.size == "tiny" else ():
-        if hasattr(config, key):
-            setattr(config, key, value)
-    for key, value in (cfg.config or {}).items():
-        if not hasattr(config, key):
+    if main == "input_features":
+        if not (hasattr(config, "num_mel_bins") and hasattr(config, "max_source_positions")):
             raise ConfigError(
-                f"workload.config.{key} is not a key of {type(config).__name__} "
-                f"(e.g. {', '.join(sorted(k for k in config.to_dict() if not k.startswith('_'))[:12])})"
+                f"{needs} audio features of a layout workload=hf does not make yet (it makes {MADE})"
             )
-        setattr(config, key, value)
-    if hasattr(config, "use_cache"):
-        config.use_cache = False  # one forward of a benchmark, not generation (as PyTorch's harness)
-    if getattr(config, "pad_token_id", None) is None and hasattr(config, "vocab_size"):
-        config.pad_token_id = 0  # sequence classification pools at the last non-pad token
-    if (
-        getattr(config, "is_encoder_decoder", False)
-        and getattr(config, "decoder_start_token_id", None) is None
-    ):
-        config.decoder_start_token_id = config.pad_token_id or 0  # decoder inputs: the labels shifted right
-    return config
+        kind = "audio"
+    elif main not in ("input_ids", "pixel_values"):
+        raise ConfigError(
+            f"{needs} `{main}` as its input, which workload=hf does not make yet (it makes {MADE})"
+        )
+    elif "pixel_values" in params and "input_ids" in params:
+        kind = "ids+pixels"
+    else:
+        kind = "pixels" if main == "pixel_values" else "ids"
+    made = {"ids": {"input_ids"}, "pixels": {"pixel_values"}, "audio": {"input_features"}}.get(
+        kind, {"input_ids", "pixel_values"}
+    )
+    required = [
+        n
+        for n, p in params.items()
+        if n != "self"
+        and p.default is inspect.Parameter.empty
+        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    if missing := [n for n in required if n not in made]:
+        raise ConfigError(
+            f"{needs} {', '.join(missing)}, which workload=hf does not make yet (it makes {MADE})"
+        )
+    return kind
+
+
+def check(cfg: WorkloadConfig) -> None:
+    """Before anything runs: the class, its config with the user's keys, and inputs it can be given."""
+    cls = model_class(cfg.model)
+    input_kind(cls, build_config(cfg, cls))
 
 
 def shape_of(cfg: WorkloadConfig, task: str) -> tuple[int, int | None]:
@@ -161,33 +159,57 @@ def position_limit(model: torch.nn.Module) -> int | None:
     return None
 
 
+def _first(config: Any, key: str, default: Any = None) -> Any:
+    """A key of the config or of its first sub-config that has it (CLIP's vision image size)."""
+    return next((getattr(p, key) for p in sub_configs(config) if getattr(p, key, None) is not None), default)
+
+
 def make_inputs_fn(
-    cfg: WorkloadConfig, config: Any, task: str, train: bool, device: torch.device, limit: int | None = None
+    cfg: WorkloadConfig,
+    config: Any,
+    task: str,
+    train: bool,
+    device: torch.device,
+    limit: int | None = None,
+    kind: str = "ids",
+    return_loss: bool = False,
 ):
     """The inputs of one step of this task: ids (and a mask of ones with `workload.attention_mask`),
-    labels when training (or with `workload.labels=true`), pixel values for images; sequences no
-    longer than the model's positions reach (`limit`)."""
+    pixel values for images (beside the ids for a text-and-vision model), Whisper's log-mel features
+    (2 x max_source_positions frames); labels when training (or with `workload.labels=true`); the
+    decoder's ids for an encoder-decoder without labels; sequences no longer than the model's
+    positions reach (`limit`, and a decoder's max_target_positions)."""
     batch, seq = shape_of(cfg, task)
     if seq and limit:
         seq = min(seq, limit)
+    if seq and kind == "audio":
+        seq = min(seq, config.max_target_positions)
     labels = cfg.labels if cfg.labels is not None else train
-    vocab = getattr(config, "vocab_size", None) or 2
+    vocab = _first(config, "vocab_size", 2)
     classes = getattr(config, "num_labels", 2)
+    pixels = kind in ("pixels", "ids+pixels")
+    side, channels = _first(config, "image_size"), _first(config, "num_channels", 3)
+    encoder_decoder = getattr(config, "is_encoder_decoder", False)
 
     def make_inputs(seq_len: int | None = None) -> Inputs:
-        if task in ("image_cls", "image"):
-            side = config.image_size
-            out: dict[str, torch.Tensor] = {
-                "pixel_values": torch.randn(batch, config.num_channels, side, side, device=device)
-            }
+        out: dict[str, Any] = {}
+        if pixels:
+            out["pixel_values"] = torch.randn(batch, channels, side, side, device=device)
+        if kind == "pixels":
             if labels and task == "image_cls":
                 out["labels"] = torch.randint(0, classes, (batch,), device=device)
             return out
         t = seq_len or seq
-        out = {"input_ids": torch.randint(0, vocab, (batch, t), device=device)}
-        if cfg.attention_mask:
+        if kind == "audio":
+            frames = 2 * config.max_source_positions  # the encoder's two convolutions halve it
+            out["input_features"] = torch.randn(batch, config.num_mel_bins, frames, device=device)
+        else:
+            out["input_ids"] = torch.randint(0, vocab, (batch, t), device=device)
+        if cfg.attention_mask and kind != "audio":
             out["attention_mask"] = torch.ones(batch, t, dtype=torch.long, device=device)
-        if task == "seq2seq" and not labels:  # the decoder's inputs, which labels would give it
+        if return_loss and train:
+            out["return_loss"] = True  # a text-and-vision model's contrastive loss (CLIP)
+        if encoder_decoder and not (labels and task == "seq2seq"):  # what labels would give the decoder
             out["decoder_input_ids"] = torch.randint(0, vocab, (batch, t), device=device)
         if not labels or task == "base":
             return out
@@ -209,12 +231,15 @@ def make_inputs_fn(
 def build(cfg: WorkloadConfig, task: str, device: torch.device):
     cls = model_class(cfg.model)
     config = build_config(cfg, cls)
-    kind = task_of(cls, config)
+    kind = input_kind(cls, config)
+    task_kind = task_of(cls, config)
+    return_loss = "return_loss" in inspect.signature(cls.forward).parameters
     with device:  # initialised where it runs
         inner = cls(config)
     train = task == "train"
-    make_inputs, batch, seq = make_inputs_fn(cfg, config, kind, train, device, position_limit(inner))
+    limit = position_limit(inner)
+    make_inputs, batch, seq = make_inputs_fn(cfg, config, task_kind, train, device, limit, kind, return_loss)
     blocks, where = find_blocks(inner, cfg.blocks)
     model = TaskLoss(inner) if train else inner
-    tokens = None if kind in ("image_cls", "image") else seq
+    tokens = None if kind == "pixels" else seq
     return Workload(model, make_inputs, batch, tokens, blocks, blocks_where=where)

@@ -84,10 +84,19 @@ def hydra_session() -> Iterator[ConfigLoader]:
 
 def parse_overrides(lines: list[str], loader: ConfigLoader | None = None) -> list[Override]:
     """Hydra's override grammar; with a config loader, `glob(...)` of a group can expand."""
+    parser = OverridesParser.create(config_loader=loader)
     try:
-        return OverridesParser.create(config_loader=loader).parse_overrides(lines)
+        return parser.parse_overrides(lines)
     except HydraException as e:
-        raise ConfigError(f"cannot parse overrides: {str(e).splitlines()[0]}") from None
+        why = str(e).splitlines()[0]
+    for line in lines:  # name the override that does not parse, and its key
+        try:
+            parser.parse_overrides([line])
+        except HydraException as e:
+            key, _, value = line.partition("=")
+            hint = " (a comma list needs a value after each comma)" if value.rstrip().endswith(",") else ""
+            raise ConfigError(f"{key}: cannot parse {line!r}{hint}: {str(e).splitlines()[0]}") from None
+    raise ConfigError(f"cannot parse overrides: {why}")
 
 
 def compose_in_session(overrides: list[str], return_hydra_config: bool = False) -> DictConfig:

@@ -86,14 +86,16 @@ class WorkloadConfig:
     init_args: Any = None
     """For `module`: keyword arguments of your class or factory."""
     inputs: Any = None
-    """For `module`: random inputs of forward, batch first: shapes ([[8,64]]) or named
-    ({input_ids: {shape: [8,128], dtype: long, high: 1000}, attention_mask: {shape: [8,128], fill: 1}})."""
+    """For `module`: random inputs of forward, batch first: shapes ([[8,64]]), named (keywords:
+    {input_ids: {shape: [8,128], dtype: long, high: 1000}, attention_mask: {shape: [8,128], fill: 1}}),
+    or one positional dict in a list ([{x: [8,64], mask: {shape: [8,64], fill: 1}}]: forward(batch))."""
     input_dtype: InputDtype = InputDtype["float"]
     """For `module` shapes: `float` (randn) or `long` (token ids below `vocab`)."""
     vocab: int = 256
     """For `module` integer inputs: upper bound of the random ids (an input's own `high` wins)."""
     make_inputs: str | None = None
-    """For `module`: your function `fn(batch_size, seq_len, device)` returning a tuple or a dict of inputs."""
+    """For `module`: your `fn(batch_size, seq_len, device)`: a tuple (positional; `(batch_dict,)` passes one
+    dict as it is) or a dict (keywords)."""
     loss: str | None = None
     """For `module`: your training loss `fn(output, inputs)`; null: the output's `loss`, a scalar as it
     is, else the mean of squares of its first tensor."""
@@ -112,11 +114,13 @@ class WorkloadConfig:
         for key in needs:
             if not getattr(self, key):
                 raise ConfigError(f"workload.{key} is required for workload={self.name}")
-        for key in ("target", "make_inputs", "loss") if self.name != "module" else ():
+        for key in ("target", "make_inputs", "loss", "inputs", "init_args") if self.name != "module" else ():
             if getattr(self, key):
-                raise ConfigError(
-                    f"workload.{key} is for workload=module (got workload={self.name}); add workload=module"
-                )
+                instead = {  # what the built-in workloads take instead
+                    "inputs": "; it makes its own inputs (set workload.batch_size, workload.seq_len)",
+                    "init_args": "; its model's keys go in workload.config (hf, timm) or workload.size",
+                }.get(key, "; add workload=module")
+                raise ConfigError(f"workload.{key} is for workload=module (got workload={self.name}){instead}")
         if self.name == "module" and not self.inputs and not self.make_inputs:
             raise ConfigError(
                 "workload.inputs is required for workload=module (e.g. [[8,64]]), "

@@ -107,9 +107,18 @@ def risks(row: pd.Series) -> list[str]:
     """What could go wrong with this setting, in a few words each."""
     out = []
     if (number(row.get("graph_breaks")) or 0) > 0:
-        reasons = Counter(b.get("reason", "").splitlines()[0][:60] for b in _listed(row, "break_reasons"))
+        lines = (
+            str(b.get("reason") or "no reason given").splitlines() for b in _listed(row, "break_reasons")
+        )
+        reasons = Counter(text[0][:60] for text in lines if text)
         top = f" (top: {reasons.most_common(1)[0][0]})" if reasons else ""
-        out.append(f"{row['graph_breaks']:.0f} graph break(s){top}")
+        fraction = number(row.get("compiled_fraction"))
+        eager = (
+            f" leaving {1 - fraction:.0%} of the forward eager"
+            if fraction is not None and fraction < 0.95
+            else ""
+        )
+        out.append(f"{row['graph_breaks']:.0f} graph break(s){eager}{top}")
     if (number(row.get("dyn_recompiles")) or 0) > 0:
         out.append(
             f"{row['dyn_recompiles']:.0f} recompile(s) over the "

@@ -120,7 +120,9 @@ class WorkloadConfig:
                     "inputs": "; it makes its own inputs (set workload.batch_size, workload.seq_len)",
                     "init_args": "; its model's keys go in workload.config (hf, timm) or workload.size",
                 }.get(key, "; add workload=module")
-                raise ConfigError(f"workload.{key} is for workload=module (got workload={self.name}){instead}")
+                raise ConfigError(
+                    f"workload.{key} is for workload=module (got workload={self.name}){instead}"
+                )
         if self.name == "module" and not self.inputs and not self.make_inputs:
             raise ConfigError(
                 "workload.inputs is required for workload=module (e.g. [[8,64]]), "

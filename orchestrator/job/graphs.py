@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from orchestrator.core.failures import CompileError, NoGraphError
 from orchestrator.job import energy
@@ -20,40 +22,105 @@ from workloads.inputs import call
 def _short_reason(text: str) -> str:
     """A graph-break reason in one line: its headline and dynamo's explanation."""
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    keep = lines[:1] + [ln for ln in lines[1:] if ln.startswith("Explanation:")]
+    keep = lines[:1] + [ln for ln in lines[1:] if ln.startswith(("Explanation:", "Developer debug context:"))]
     return " ".join(keep)[:400]
 
 
+_SKIPPED = re.compile(r"frame skipped: (\S+) \((.+) line (\d+)\)")
+
+
+def _reasons(breaks: list, messages: list[str], unimplemented: list[str]) -> list[dict]:
+    """Each break's reason and place. Where explain gives only a code (`step_unsupported`: dynamo hit
+    a call it cannot trace), the message dynamo logged for it (its graph-break counter, in order)
+    names the cause: a logging call, a data-dependent branch... A break dynamo could not resume from
+    (inside a loop) skips its whole frame, which then runs eager: explain lists nothing for it, so it
+    is read from dynamo's `unimplemented` counter, with the skipped frame as its place."""
+    spare = [m for m in messages if not any(_short_reason(m)[:60] in str(b.reason) for b in breaks)]
+    reasons = []
+    for br in breaks:
+        frame = br.user_stack[-1] if br.user_stack else None
+        text = str(br.reason)
+        if " " not in text.strip() and spare:  # a bare code
+            text = f"{text}: {spare.pop(0)}"
+        where = f"{frame.filename}:{frame.lineno}" if frame else None
+        reasons.append({"reason": _short_reason(text), "where": where})
+    for message in unimplemented:
+        if skipped := _SKIPPED.search(message):
+            cause = _short_reason(message.split("***")[0])
+            fn, file, line = skipped.groups()
+            text = f"frame {fn} skipped, runs eager (a break it cannot resume from): {cause}"
+            reasons.append({"reason": text[:400], "where": f"{file}:{line}"})
+    return reasons
+
+
+class _CountOps(TorchDispatchMode):
+    """Counts ATen operator calls (the unit of the compiled fraction)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
 def explain(ctx: JobContext) -> Explain:
-    """Graph count and breaks with reasons, from torch._dynamo.explain (it resets dynamo, so it runs
-    before the timed compile). An auxiliary figure: where explain itself fails, the section holds
-    only a note and the job goes on (a model dynamo cannot trace fails its real compile next)."""
+    """Graph count and breaks with reasons, as torch._dynamo.explain gives them (its recording backend,
+    dynamo reset before and after: it runs before the timed compile), and the compiled fraction: of
+    the ATen operator calls of one forward, the share that ran inside the captured graphs (counted in
+    a second call of the traced model, against one eager forward). An auxiliary figure: where it
+    fails, the section holds only a note and the job goes on (a model dynamo cannot trace fails its
+    real compile next)."""
     import torch._dynamo
+    from torch._dynamo.backends.debugging import ExplainWithBackend
+    from torch._dynamo.utils import counters
 
     model = ctx.wl.model
+    recorder = ExplainWithBackend("eager")
+    in_graphs = _CountOps()
+    counting = False
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: list) -> object:
+        graph = recorder(gm, example_inputs)
+
+        def run(*args: object) -> object:
+            if not counting:
+                return graph(*args)
+            with in_graphs:
+                return graph(*args)
+
+        return run
+
+    torch._dynamo.reset()
+    counters.clear()
     try:
         with ctx.amp(), contextlib.nullcontext() if ctx.train else torch.no_grad():
-            ex = call(torch._dynamo.explain(model), ctx.inputs)
+            traced = torch.compile(model, backend=backend)
+            call(traced, ctx.inputs)
+            ex = recorder.output()
+            messages = list(counters["graph_break"])
+            unimplemented = list(counters["unimplemented"])
+            counting = True
+            call(traced, ctx.inputs)
+            with _CountOps() as everything:
+                call(model, ctx.inputs)
     except torch.OutOfMemoryError:
         raise
     except Exception as e:  # noqa: BLE001 (an auxiliary figure never sinks the job)
         model.zero_grad(set_to_none=True)
         torch._dynamo.reset()
         return Explain(explain_note=f"explain failed: {type(e).__name__}: {first_line(e)}"[:400])
-    reasons = []
-    for br in ex.break_reasons:
-        frame = br.user_stack[-1] if br.user_stack else None
-        where = f"{frame.filename}:{frame.lineno}" if frame else None
-        reasons.append({"reason": _short_reason(str(br.reason)), "where": where})
     model.zero_grad(set_to_none=True)
     torch._dynamo.reset()
+    reasons = _reasons(ex.break_reasons, messages, unimplemented)
     return Explain(
         explain_graphs=ex.graph_count,
-        # The count the table shows is the reasons listed beside it; dynamo's own tally stays too.
         graph_breaks=len(reasons),
-        explain_break_count=ex.graph_break_count,
         break_reasons=reasons,
         explain_ops=sum(len(o) for o in ex.ops_per_graph or []),
+        compiled_fraction=min(in_graphs.calls / everything.calls, 1.0) if everything.calls else None,
+        forward_ops=everything.calls,
     )
 
 
@@ -94,7 +161,6 @@ def first_calls(ctx: JobContext, eager: Side, compiled: Side) -> tuple[dict[str,
     if ctx.compiled_mode:
         cost.graphs = int(counters["stats"]["unique_graphs"])
         cost.frames_ok = int(counters["frames"]["ok"])
-        cost.graph_breaks_compile = int(sum(counters["graph_break"].values()))
     return out, cost
 
 

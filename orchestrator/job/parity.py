@@ -155,7 +155,8 @@ def check_parity(ctx: JobContext, eager: Side, compiled: Side, out: dict, fp64: 
         except Exception as e:  # noqa: BLE001 (the reference is a check's aid: it never sinks the job)
             if distributed and not use_fp64:
                 raise  # the single-process reference is the only one a distributed job has
-            note = f"the fp64 reference could not run ({type(e).__name__}: {first_line(e)}); judged against eager"
+            why = f"{type(e).__name__}: {first_line(e)}"
+            note = f"the fp64 reference could not run ({why}); judged against eager"
             use_fp64 = False
     err_c = _worst(errs["compiled"], errs.get("compiled_grad"), errs["compiled_buf"])
     err_e = _worst(errs["eager"], errs.get("eager_grad"), errs["eager_buf"])

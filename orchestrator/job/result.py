@@ -114,9 +114,12 @@ class Explain:
 
     explain_graphs: int | None = None
     graph_breaks: int | None = figure("breaks", dashboard=True)
-    explain_break_count: int | None = None
+    """The job's one graph-break count: the break sites dynamo reported while tracing (`break_reasons`)."""
     break_reasons: list = field(default_factory=list)
     explain_ops: int | None = None
+    compiled_fraction: NUMBER = figure("compiled", dashboard=True)
+    """Of one forward's ATen operator calls, the share that ran inside captured graphs (1: all of it)."""
+    forward_ops: int | None = None
     explain_note: str | None = None
 
 
@@ -160,7 +163,6 @@ class CompileCost:
     compile_cold_s: NUMBER = None
     graphs: int | None = figure(dashboard=True)
     frames_ok: int | None = None
-    graph_breaks_compile: int | None = None
     compile_optimizer_s: NUMBER = None
     compile_artifacts_mb: NUMBER = None
     compile_energy_j: NUMBER = None

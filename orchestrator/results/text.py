@@ -31,10 +31,19 @@ SETTING_COLUMNS = [
 FIGURE_COLUMNS = [(k, header(k)) for k in ("compile_s", "eager_ms", "compiled_ms", "speedup")]
 FIGURE_COLUMNS += [("speedup_ci", "95% CI")]
 FIGURE_COLUMNS += [
-    (k, header(k)) for k in ("parity_ok", "graph_breaks", "dyn_recompiles", "iso_ok", "status")
+    (k, header(k))
+    for k in ("parity_ok", "graph_breaks", "compiled_fraction", "dyn_recompiles", "iso_ok", "status")
 ]
 # Plain output: the figures least needed go first when a line would be wider than PLAIN_WIDTH.
-DROP_ORDER = ("dyn_recompiles", "graph_breaks", "parity_ok", "eager_ms", "compiled_ms", "compile_s")
+DROP_ORDER = (
+    "compiled_fraction",
+    "dyn_recompiles",
+    "graph_breaks",
+    "parity_ok",
+    "eager_ms",
+    "compiled_ms",
+    "compile_s",
+)
 CELL_WIDTH = 36
 
 
@@ -59,6 +68,8 @@ def format_cell(row: pd.Series, key: str) -> str:
         return f"{value} (computes {computes})"  # a model built in bf16 under bench.dtype=fp32
     if key in ("graph_breaks", "dyn_recompiles"):
         return f"{value:.0f}"
+    if key == "compiled_fraction":
+        return f"{value:.0%}"
     return sig(value) if isinstance(value, int | float) and not isinstance(value, bool) else axis_text(value)
 
 
@@ -74,6 +85,8 @@ def table_cells(
     columns = [c for c in settings + FIGURE_COLUMNS if c not in shared]
     # Leave out figures with nothing to say in this sweep (e.g. recompiles without a shape schedule).
     columns = [(k, h) for k, h in columns if any(c != "-" for c in cells[k]) or k == "status"]
+    # ... and the compiled fraction where every graph holds the whole model.
+    columns = [(k, h) for k, h in columns if k != "compiled_fraction" or set(cells[k]) - {"100%", "-"}]
     rows = [[cells[k][i] for k, _ in columns] for i in range(len(df))]
     caption = " ".join(f"{h}={cells[k][0]}" for k, h in shared if cells[k][0] != "-")
     return columns, rows, caption

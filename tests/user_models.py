@@ -290,3 +290,59 @@ if not hasattr(torch.ops.orchestrator_test, "planted"):  # once per process, how
     @register_flop_formula(torch.ops.orchestrator_test.planted)
     def _planted_flops(*args: object, **kwargs: object) -> int:
         raise AssertionError("sdpa_flop_count: query/key/value shapes are incompatible (planted)")
+
+
+class BuiltInBf16(nn.Module):
+    """Layers created in bfloat16: under bench.dtype=fp32 it still computes in bf16, and its fp64
+    parity reference cannot run (forward casts its input to bf16 against fp64 weights)."""
+
+    def __init__(self, dim: int = 32) -> None:
+        super().__init__()
+        self.a = nn.Linear(dim, 64, dtype=torch.bfloat16)
+        self.b = nn.Linear(64, dim, dtype=torch.bfloat16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.relu(self.a(x.to(torch.bfloat16))))
+
+
+class TakesOneDict(nn.Module):
+    """forward(batch) with one dict argument, as many training codebases write it."""
+
+    def __init__(self, dim: int = 32) -> None:
+        super().__init__()
+        self.a = nn.Linear(dim, dim)
+
+    def forward(self, batch: dict) -> torch.Tensor:
+        return self.a(batch["x"]) * batch["scale"]
+
+
+def one_dict(batch_size: int | None, seq_len: int | None, device: torch.device) -> tuple[dict]:
+    """make_inputs of TakesOneDict: one positional dict."""
+    n = batch_size or 8
+    return ({"x": torch.randn(n, 32, device=device), "scale": torch.ones(n, 1, device=device)},)
+
+
+class _LoopWithBreak(nn.Module):
+    def __init__(self, depth: int = 5) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(32, 32) for _ in range(depth))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for i, layer in enumerate(self.layers):
+            x = torch.relu(layer(x))
+            if i == 0:
+                x[:, 0].tolist()  # a graph break inside a loop: dynamo skips this whole frame
+        return x
+
+
+class MostlyEager(nn.Module):
+    """One break, and most of the model eager: dynamo compiles `pre`, then skips the body's frame
+    (a break in a loop cannot be resumed from) and runs its five layers eager."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pre = nn.Linear(32, 32)
+        self.body = _LoopWithBreak()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(torch.relu(self.pre(x)))

@@ -7,8 +7,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from orchestrator.config.schema import WorkloadConfig
-from workloads.inputs import TaskLoss
 from workloads.blocks import find_blocks
+from workloads.inputs import TaskLoss
 from workloads.workload import Workload
 
 # name -> (batch, rows per sample, features in, features out)

@@ -23,8 +23,8 @@ from torch import nn
 
 from orchestrator.job.context import JobContext, Side
 from orchestrator.job.parallelize import prepare
-from orchestrator.job.parity import PARITY_TOL
 from orchestrator.job.result import Convergence
+from orchestrator.job.tolerance import PARITY_TOL
 from workloads.inputs import Inputs, call, map_inputs
 
 Stream = Callable[[int], Inputs]

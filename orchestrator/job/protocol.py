@@ -18,6 +18,7 @@ from orchestrator.job import aoti, compile_cost, convergence, graphs, memory, pa
 from orchestrator.job.context import JobContext, Side, first_line
 from orchestrator.job.parallelize import prepare
 from orchestrator.job.result import JobResult, ModelFigures, Profile
+from orchestrator.job.tolerance import compute_dtype
 
 
 class SidesDoNotFit(torch.OutOfMemoryError):
@@ -35,7 +36,7 @@ def run_protocol(ctx: JobContext, together: bool = True) -> JobResult:
         model_mode="train" if wl.model.training else "eval",
         blocks=wl.blocks_where or None,
         optimizer=ctx.optimizer_text(),
-        compute_dtype=parity.compute_dtype(wl.model, cfg.bench.dtype),
+        compute_dtype=compute_dtype(wl.model, cfg.bench.dtype),
     )
     clock = ctx.clock
     with clock.phase("flops"):

@@ -65,3 +65,30 @@ def test_a_real_result_file_has_only_declared_fields(initargs_sweep):
 
     for r in results(initargs_sweep).values():
         assert set(r) <= set(FIELDS), sorted(set(r) - set(FIELDS))
+
+
+def test_a_result_reads_back_as_it_was_written_and_old_files_still_read():
+    """Typed both ways: every section filled, written and read back, is the same row; every committed
+    result under benchmarks/ (older schema versions) reads, keeping each value it holds."""
+    import json
+
+    from orchestrator.job.result import SECTION_TYPES, CompileMetrics
+
+    full = JobResult(**{name: cls() for name, cls in SECTION_TYPES.items()}, timings={"eager_ms": [1.0]})
+    full.compile.metrics = CompileMetrics(compile_frames=2)  # an inline part, merged into its section
+    row = full.to_dict()
+    assert JobResult.from_dict(row).to_dict() == row
+    assert row["schema_version"] == 2 and row["compile_frames"] == 2
+    rows = [
+        json.loads(line)
+        for path in sorted((ROOT / "benchmarks").rglob("results.jsonl"))
+        for line in path.read_text().splitlines()
+        if line.strip()
+    ]
+    assert len(rows) >= 20, "the committed benchmark results"
+    for old in rows:
+        back = JobResult.from_dict(old)
+        assert back.identity.schema_version == (old.get("schema_version") or 1)
+        written = back.to_dict()
+        assert all(written.get(k) == v for k, v in old.items() if k != "schema_version"), old["job_id"]
+    assert any("explain_break_count" in JobResult.from_dict(old).legacy for old in rows), "dropped keys kept"

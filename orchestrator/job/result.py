@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 NUMBER = float | None
+SCHEMA_VERSION = 2
+"""2: `error_where`, `error_log`, `compute_dtype`, `compiled_fraction`; no `explain_break_count` or
+`graph_breaks_compile` (2026-12-04). 1: every result.json before, which carries no version."""
 
 
 def figure(header: str | None = None, *, dashboard: bool = False, default: Any = None) -> Any:
@@ -48,6 +51,7 @@ class Identity:
     """Who the job is: its id, where it belongs, the settings that make it (flattened from the config)."""
 
     job_id: str = figure(dashboard=True, default="")
+    schema_version: int = SCHEMA_VERSION  # what this result.json holds (1: written before versions)
     sweep: str = ""
     label: str = ""
     axes: dict = field(default_factory=dict)
@@ -433,18 +437,54 @@ class JobResult:
     timings: dict | None = None
     """Per repetition: `<side>_ms`, `process`; per step: `<side>_step_ms` (speed.measure_speed)."""
 
+    legacy: dict = field(default_factory=dict)
+    """Keys of an older result.json that no field declares now (kept, so that a row reads back whole)."""
+
     def to_dict(self) -> dict[str, Any]:
         """The flat result.json."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if value is None:
+            if value is None or f.name == "legacy":
                 continue
             if dataclasses.is_dataclass(value):
                 out.update(flat(value))
             else:
                 out[f.name] = value
-        return out
+        return {**self.legacy, **out}
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any]) -> JobResult:
+        """A result.json read back, of any schema version: a section is there when any of its keys
+        is (as `to_dict` writes it); keys no field declares now go to `legacy`. For rows this version
+        wrote, `from_dict(row).to_dict() == row`."""
+        result = cls(identity=unflat(Identity, row), outcome=unflat(Outcome, row))
+        for name, section_type in SECTION_TYPES.items():
+            if name not in ("identity", "outcome") and any(
+                rf.key in row for rf in _fields(section_type, name)
+            ):
+                setattr(result, name, unflat(section_type, row, section=name))
+        result.timings = row.get("timings")
+        if "schema_version" not in row:
+            result.identity.schema_version = 1  # written before versions were
+        known = set(FIELDS)
+        result.legacy = {k: v for k, v in row.items() if k not in known}
+        return result
+
+
+def unflat(cls: type, row: dict[str, Any], prefix: str = "", section: str = "") -> Any:
+    """The inverse of `flat`: a section (its sides and inline parts too) from a flat row."""
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("side"):
+            values[f.name] = unflat(f.default_factory, row, f"{prefix}{f.name}_", section)  # type: ignore[arg-type]
+        elif f.metadata.get("inline"):
+            part = INLINE_TYPES[(section, f.name)]
+            if any(rf.key in row for rf in _fields(part, section, prefix)):
+                values[f.name] = unflat(part, row, prefix, section)
+        elif f"{prefix}{f.name}" in row:
+            values[f.name] = row[f"{prefix}{f.name}"]
+    return cls(**values)
 
 
 def flat(section: Any, prefix: str = "") -> dict[str, Any]:

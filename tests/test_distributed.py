@@ -111,7 +111,8 @@ def test_ranks_beyond_the_gpus_share_them_over_gloo(monkeypatch):
 
 def _leave(dist) -> None:
     """End a spawned gloo rank: gloo's threads can abort a normal interpreter exit ('terminate called
-    without an active exception', SIGABRT; DESIGN.md section 5), so leave at once, the files written."""
+    without an active exception', SIGABRT, seen with ranks pinned to one core each), so leave at once,
+    the files written."""
     import os
 
     dist.destroy_process_group()

@@ -1,8 +1,12 @@
 """The sweep directory's files: one JSON per job written atomically, and the names every layer shares.
 
-Only the orchestrator writes the sweep-level files (plan, ledger, table); each job writes only inside
-its own folder. A file is written to a temporary name and renamed, so a reader never sees half of
-one. Plain `json` and the standard library only: the supervisor (no torch, no pandas) uses it too.
+Only the orchestrator writes the sweep-level files (plan, ledger, table, verdict, dashboard). A job
+writes inside its own folder (its result, rank errors, traceback, caches), and into the few places of
+the sweep that jobs share on purpose, each made safe for that: the inductor cache with
+`compile.cache=shared`, a node's measured matmul peaks (`bench.measure_peaks`), the links to this
+code under `code/` for an `env.python` interpreter, and submitit's logs under `logs/`. A file is
+written to a temporary name and renamed, so a reader never sees half of one. Plain `json` and the
+standard library only: the supervisor (no torch, no pandas) uses it too.
 """
 
 from __future__ import annotations

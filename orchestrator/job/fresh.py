@@ -98,7 +98,8 @@ def write_answer(req: dict, answer: dict) -> None:
 def leave() -> NoReturn:
     """End a measuring process once its answer is written: flushed, then gone without the
     interpreter's teardown, which took 1.4 s after a compile on a 2-core CPU (inductor's exit
-    work and module teardown) and in which gloo's threads can abort the process (DESIGN.md, 5)."""
+    work and module teardown) and in which gloo's threads can abort the process (`terminate called
+    without an active exception`, seen with ranks pinned to one core each)."""
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -1,4 +1,5 @@
-"""The measurement protocol (docs/architecture.md) as the order of its phases, nothing else.
+"""The measurement protocol (docs/architecture.md): the order of its phases, and the two decisions
+between them (whether the sides fit on the device together; a parity failure raised after the timings).
 
 Eager and compiled run in one process on the same inputs. Order matters: FLOPs (the first eager
 step) -> explain (it resets dynamo) -> the first eager and first compiled call from identical

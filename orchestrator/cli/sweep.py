@@ -27,7 +27,6 @@ from orchestrator.launch.checks import check_plan, check_sweep_dir
 from orchestrator.launch.launchers import launcher_class
 from orchestrator.launch.ledger import read_ledger
 from orchestrator.launch.runner import Runner
-from orchestrator.launch.slurm import SlurmLauncher
 from orchestrator.report.dashboard import write_dashboard
 from orchestrator.results.table import gather, write_table
 from orchestrator.results.text import print_table
@@ -102,9 +101,9 @@ def run_sweep(args: list[str]) -> int:
     if plan.base.sweep.dry_run:
         print_plan(plan, console)
         launcher = launcher_class(plan.base.launcher.name)(plan.base, plan.sweep_dir)
-        if isinstance(launcher, SlurmLauncher) and plan.jobs:
-            console.print(f"sbatch script of {plan.jobs[0].job_id}:", highlight=False)
-            print(launcher.sbatch_script(plan.jobs[0]))
+        text = launcher.dry_run_text(plan.jobs[0]) if plan.jobs else None
+        if text:
+            print(text)
         return 0
     check_sweep_dir(plan.sweep_dir)
     with take_lock(plan.sweep_dir), stop_on_signals():

@@ -16,7 +16,6 @@ from orchestrator.core.user_code import import_target, user_code
 from orchestrator.job.inductor_options import check_options
 from orchestrator.job.scope import regions_supported
 from orchestrator.launch.launchers import make_launcher
-from orchestrator.launch.slurm import SlurmLauncher
 from workloads import check_workload
 
 
@@ -48,8 +47,7 @@ def _check_compile_extras(plan: Plan) -> None:
 def check_plan(plan: Plan) -> None:
     """Every job of the plan can run here, with this launcher."""
     launcher = make_launcher(plan.base, plan.sweep_dir)
-    if isinstance(launcher, SlurmLauncher):
-        launcher.check_cluster(plan.base.sweep.dry_run)
+    launcher.check_cluster(plan.base.sweep.dry_run)
     workloads: dict[str, WorkloadConfig] = {}
     backends: set[tuple[str, str | None]] = set()
     for job in plan.jobs:

@@ -78,6 +78,17 @@ class Launcher:
     def state(self, attempt: Attempt) -> str:
         return str(getattr(attempt.job, "state", ""))
 
+    def check_cluster(self, dry_run: bool) -> None:
+        """What the launcher needs of this machine for any job (slurm: `sbatch`): one ConfigError line."""
+
+    def queued(self, known: dict[str, dict], specs: list[JobSpec]) -> list[Attempt]:
+        """Jobs of `specs` an earlier orchestrator submitted that are still queued (slurm), to wait for."""
+        return []
+
+    def dry_run_text(self, spec: JobSpec) -> str | None:
+        """What `--dry-run` shows of a job beyond the plan (slurm: its sbatch script)."""
+        return None
+
     def check(self, cfg: Config) -> None:
         """One job's needs that this launcher cannot meet here: one ConfigError line."""
         if cfg.bench.device == "cuda" and not torch.cuda.device_count():

@@ -37,14 +37,7 @@ class LocalLauncher(Launcher):
         return submitit.LocalExecutor(folder=self.folder, max_num_timeout=self.base.launcher.max_requeues)
 
     def parameters(self, spec: JobSpec) -> dict[str, Any]:
-        cfg = spec.cfg
-        timeout_s = cfg.bench.timeout_s
-        return {
-            "tasks_per_node": cfg.parallel.ranks_per_node if cfg.parallel.world_size > 1 else 1,
-            "gpus_per_node": self.gpus(spec),
-            "timeout_min": timeout_s / 60,
-            "signal_delay_s": int(min(30, max(1, timeout_s / 4))),
-        }
+        return host_parameters(self, spec)
 
     @contextlib.contextmanager
     def submitting(self) -> Iterator[None]:
@@ -75,18 +68,7 @@ class LocalLauncher(Launcher):
 
     def check(self, cfg: Config) -> None:
         super().check(cfg)
-        world, ranks = cfg.parallel.world_size, cfg.parallel.ranks_per_node
-        gpus, cores = torch.cuda.device_count(), os.cpu_count() or 1
-        if uses_cuda(cfg) and world > gpus and not self.base.launcher.gpus_per_node:
-            raise ConfigError(
-                f"parallel.ranks_per_node={ranks} needs {world} GPUs; this machine has {gpus} "
-                f"(launcher.gpus_per_node={gpus or 1} lets ranks share them: the code path, not scaling)"
-            )
-        if not uses_cuda(cfg) and world > cores:
-            raise ConfigError(
-                f"parallel.ranks_per_node={ranks} starts {world} CPU ranks; this machine has {cores} cores "
-                f"(at most one rank per core)"
-            )
+        check_host(self, cfg)
 
     @classmethod
     def cancel(cls, sweep_dir: Path, entry: dict) -> bool:
@@ -101,18 +83,17 @@ class LocalLauncher(Launcher):
         return ledger.stop_orphans(sweep_dir)
 
 
-class DebugLauncher(LocalLauncher):
-    """In this process, one job after another (submitit's DebugExecutor), for a debugger."""
+class DebugLauncher(Launcher):
+    """In this process, one job after another (submitit's DebugExecutor), for a debugger; this host's
+    rules, as `local` has them."""
 
     name = "debug"
-    places_gpus = False
-    pid_jobs = False
 
     def executor(self) -> submitit.Executor:
         return submitit.DebugExecutor(folder=self.folder)
 
-    def submitting(self) -> contextlib.AbstractContextManager:
-        return contextlib.nullcontext()  # no controller process: nothing to redirect
+    def parameters(self, spec: JobSpec) -> dict[str, Any]:
+        return host_parameters(self, spec)
 
     def task(self) -> Callable[[JobSpec], Any]:
         # Imported when a debug sweep asks for it: the measuring code (torch._dynamo) costs every
@@ -131,11 +112,41 @@ class DebugLauncher(LocalLauncher):
 
     def check(self, cfg: Config) -> None:
         super().check(cfg)
+        check_host(self, cfg)
         if cfg.parallel.world_size > 1:
             raise ConfigError(
                 f"parallel.strategy={cfg.parallel.strategy} needs launcher=local or slurm (debug: in-process)"
             )
 
     @classmethod
-    def stop_orphans(cls, sweep_dir: Path) -> int:
-        return 0  # its jobs died with the orchestrator that ran them
+    def cancel(cls, sweep_dir: Path, entry: dict) -> bool:
+        return False  # its jobs ran in the orchestrator's process, and ended with it
+
+
+def host_parameters(launcher: Launcher, spec: JobSpec) -> dict[str, Any]:
+    """The executor parameters of a job on this host: its ranks, GPUs and time limit."""
+    cfg = spec.cfg
+    timeout_s = cfg.bench.timeout_s
+    return {
+        "tasks_per_node": cfg.parallel.ranks_per_node if cfg.parallel.world_size > 1 else 1,
+        "gpus_per_node": launcher.gpus(spec),
+        "timeout_min": timeout_s / 60,
+        "signal_delay_s": int(min(30, max(1, timeout_s / 4))),
+    }
+
+
+def check_host(launcher: Launcher, cfg: Config) -> None:
+    """A job's ranks fit this host: one per GPU (unless `launcher.gpus_per_node` shares them), at most
+    one per core on a CPU."""
+    world, ranks = cfg.parallel.world_size, cfg.parallel.ranks_per_node
+    gpus, cores = torch.cuda.device_count(), os.cpu_count() or 1
+    if uses_cuda(cfg) and world > gpus and not launcher.base.launcher.gpus_per_node:
+        raise ConfigError(
+            f"parallel.ranks_per_node={ranks} needs {world} GPUs; this machine has {gpus} "
+            f"(launcher.gpus_per_node={gpus or 1} lets ranks share them: the code path, not scaling)"
+        )
+    if not uses_cuda(cfg) and world > cores:
+        raise ConfigError(
+            f"parallel.ranks_per_node={ranks} starts {world} CPU ranks; this machine has {cores} cores "
+            f"(at most one rank per core)"
+        )

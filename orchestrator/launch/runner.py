@@ -23,7 +23,6 @@ from orchestrator.core.files import RESULT_FILE, read_result, write_json_atomic
 from orchestrator.launch.diagnosis import Attempt, diagnose, failure_result
 from orchestrator.launch.launchers import make_launcher
 from orchestrator.launch.ledger import read_ledger, record_submitted
-from orchestrator.launch.slurm import SlurmLauncher
 from orchestrator.launch.slurm_arrays import submit_arrays
 
 # Without Slurm accounting every poll would warn that sacct failed; the state comes from scontrol then.
@@ -87,9 +86,7 @@ class Runner:
     # --- waiting ------------------------------------------------------------------------------
     def run(self, specs: list[JobSpec]) -> None:
         """Run specs to the end (results written), retrying per policy; Ctrl-C cancels what runs."""
-        running: list[Attempt] = []
-        if isinstance(self.launcher, SlurmLauncher):
-            running = self.launcher.queued(read_ledger(self.sweep_dir)["jobs"], specs)
+        running = self.launcher.queued(read_ledger(self.sweep_dir)["jobs"], specs)
         for attempt in running:
             self.attempts_made[attempt.spec.job_id] = 1
         if running:

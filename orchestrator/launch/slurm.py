@@ -141,6 +141,9 @@ class SlurmLauncher(Launcher):
             if queue and spec.job_id in known and known[spec.job_id]["job_id"] in queue
         ]
 
+    def dry_run_text(self, spec: JobSpec) -> str | None:
+        return f"sbatch script of {spec.job_id}:\n{self.sbatch_script(spec)}"
+
     def sbatch_script(self, spec: JobSpec) -> str:
         """The sbatch script submitit would write for this job (what `--dry-run` shows)."""
         executor = self.executor()

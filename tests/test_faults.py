@@ -96,6 +96,32 @@ def test_fault_injection_sweep(tmp_path, fast):
     assert nan["parity_err"] == "nan" and nan["speedup"] > 0, "NaN never passes; the timings stay"
     regather = run_cli(["gather", str(sweep_dir)], cwd=tmp_path, timeout=120)
     assert regather.returncode == 1 and "Traceback" not in regather.stderr, regather.stderr
+    where_a_failure_is(got["Raises"], proc.stdout, sweep_dir, regather.stdout)
+    died = got["ExitsAbruptly"]  # no traceback of its own: the log it died in
+    assert died["error_log"] == died["log_stderr"] and died["error_where"] is None
+
+
+def where_a_failure_is(crash: dict, stdout: str, sweep_dir, gathered: str) -> None:
+    """A crash names its line in the user's code and the file with its whole traceback, untrimmed:
+    in its row, under its printed line and the table, by `status`, and on the dashboard (a link)."""
+    from pathlib import Path
+
+    raise_at = next(
+        i
+        for i, ln in enumerate((TESTS / "user_models.py").read_text().splitlines(), 1)
+        if "planted failure" in ln
+    )
+    assert crash["error_where"] == f"{TESTS / 'user_models.py'}:{raise_at} (forward)"
+    log = Path(crash["error_log"])
+    assert log == Path(crash["log_stderr"]) and "planted failure in forward" in log.read_text()
+    assert "Traceback (most recent call last)" in log.read_text() and "in run_job" in log.read_text()
+    for printed in (stdout, gathered):
+        assert f"  at: {crash['error_where']}" in printed and f"  traceback: {log}" in printed
+    status = run_cli(["status", str(sweep_dir)], cwd=sweep_dir.parent, timeout=120)
+    assert "  error: RuntimeError: planted failure in forward" in status.stdout, status.stdout
+    assert f"  at: {crash['error_where']}" in status.stdout and f"  traceback: {log}" in status.stdout
+    page = (sweep_dir / "dashboard.html").read_text()
+    assert crash["error_where"] in page and f'"{log.relative_to(sweep_dir).as_posix()}"' in page
 
 
 def test_retry_policy_reruns_chosen_classes(tmp_path, fast):

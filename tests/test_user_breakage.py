@@ -1,7 +1,8 @@
-"""When a user's model breaks: where in their code, where the whole traceback is (printed, in `status`,
-on the dashboard); models that used to crash the tool (built in bf16, one dict argument, transformers
-classes beyond the README's list); bad model inputs refused before anything runs; how much of a model
-its graphs hold. Real compiles (aot_eager where the test is not about kernels), real transformers."""
+"""When a user's model breaks: where in their code and where the whole traceback is (through a real
+sweep, its log, `status` and the dashboard: test_faults.py); models that used to crash the tool (built
+in bf16, one dict argument, transformers classes beyond the README's list); bad model inputs refused
+before anything runs; how much of a model its graphs hold. Real compiles (aot_eager where the test is
+not about kernels), real transformers."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import FAST, TESTS, results, run_cli
+from conftest import FAST, TESTS, run_cli
 
 from orchestrator.config.plan import build_plan
 from orchestrator.core.failures import ConfigError
@@ -27,65 +28,24 @@ def _line_of(text: str) -> int:
     return next(i for i, line in enumerate(Path(USER_MODELS).read_text().splitlines(), 1) if text in line)
 
 
-@pytest.fixture(scope="module")
-def failed_sweep(tmp_path_factory, compile_cache) -> tuple[Path, str]:
-    """One real sweep of two failing models: a crash in forward, and a compile error under fullgraph."""
-    cwd = tmp_path_factory.mktemp("failed")
-    proc = run_cli(
-        [
-            *USER,
-            "workload.target=user_models:Raises,user_models:PrintingNet",
-            "workload.inputs=[[8,32]]",
-            "compile.fullgraph=true",
-            "bench.task=infer",
-            *FAST,
-            f"compile.cache_dir={compile_cache}",
-            "compile.cache=shared",
-            "sweep.name=failed",
-        ],
-        cwd=cwd,
-    )
-    assert proc.returncode == 1, proc.stdout + proc.stderr  # failures are results, not a crash
-    return cwd / "sweeps" / "failed", proc.stdout
-
-
-def test_a_failure_names_the_users_line_and_the_file_with_its_whole_traceback(failed_sweep, tmp_path):
-    sweep, stdout = failed_sweep
-    rows = {r["size"]: r for r in results(sweep).values()}
-    crash, compile_error = rows["user_models:Raises"], rows["user_models:PrintingNet"]
-    assert crash["status"] == "crash" and compile_error["status"] == "compile_error", rows
-    raise_line = _line_of('raise RuntimeError("planted failure in forward")')
-    assert crash["error_where"] == f"{USER_MODELS}:{raise_line} (forward)"
-    # dynamo's "from user code" frame: the line it could not put in a graph (print, or .item())
-    broke_at = int(re.search(r":(\d+) \(forward\)$", compile_error["error_where"])[1])
-    assert compile_error["error_where"].startswith(USER_MODELS)
-    assert broke_at in (_line_of('print("forward ran")'), _line_of("scale = y.abs().mean().item()"))
-    for row in (crash, compile_error):
-        log = Path(row["error_log"])
-        assert log == Path(row["log_stderr"]) and log.is_file()
-        text = log.read_text()
-        assert "Traceback (most recent call last)" in text and "in run_job" in text, "untrimmed: from the top"
-    assert "planted failure in forward" in Path(crash["error_log"]).read_text()
-    # Printed as each job ends and under the table, each on its own line; `status` too.
-    assert f"  at: {crash['error_where']}" in stdout and f"  traceback: {crash['error_log']}" in stdout
-    status = run_cli(["status", str(sweep)], cwd=tmp_path)
-    assert status.returncode == 0, status.stderr
-    assert "  error: RuntimeError: planted failure in forward" in status.stdout
-    assert f"  at: {crash['error_where']}" in status.stdout
-    assert f"  traceback: {compile_error['error_log']}" in status.stdout
-    # The dashboard's failures section: where, and a link to the traceback's file.
-    page = (sweep / "dashboard.html").read_text()
-    assert crash["error_where"] in page
-    assert f'"{Path(crash["error_log"]).relative_to(sweep).as_posix()}"' in page, (
-        "a link relative to the page"
-    )
-
-
 def measure(tmp_path, compile_cache, *overrides: str) -> dict:
     shared = ["compile.cache=shared", f"compile.cache_dir={compile_cache}"]
     plan = build_plan([*FAST, *shared, *GRAPH_ONLY, *overrides], cwd=tmp_path)
     check_plan(plan)
     return run_job(plan.jobs[0])
+
+
+def test_a_compile_error_names_the_line_dynamo_was_tracing(tmp_path, compile_cache):
+    """In-process (no stderr log of its own): the whole traceback goes to jobs/<id>/traceback.txt.
+    A crash through a real sweep, its log, `status` and the dashboard: test_faults.py."""
+    overrides = [*USER, "workload.target=user_models:PrintingNet", "workload.inputs=[[8,32]]"]
+    r = measure(tmp_path, compile_cache, *overrides, "compile.fullgraph=true", "bench.task=infer")
+    assert r["status"] == "compile_error", r["error"]
+    broke_at = int(re.search(r":(\d+) \(forward\)$", r["error_where"])[1])
+    assert r["error_where"].startswith(USER_MODELS), r["error_where"]
+    assert broke_at in (_line_of('print("forward ran")'), _line_of("scale = y.abs().mean().item()"))
+    log = Path(r["error_log"])
+    assert log.name == "traceback.txt" and "from user code" in log.read_text()
 
 
 def test_a_model_built_in_bf16_is_judged_as_bf16_and_its_failed_reference_sinks_nothing(

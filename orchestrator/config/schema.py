@@ -114,11 +114,10 @@ class WorkloadConfig:
         for key in needs:
             if not getattr(self, key):
                 raise ConfigError(f"workload.{key} is required for workload={self.name}")
-        for key in ("target", "make_inputs", "loss", "inputs", "init_args") if self.name != "module" else ():
+        for key in ("target", "make_inputs", "loss", "inputs") if self.name != "module" else ():
             if getattr(self, key):
                 instead = {  # what the built-in workloads take instead
                     "inputs": "; it makes its own inputs (set workload.batch_size, workload.seq_len)",
-                    "init_args": "; its model's keys go in workload.config (hf, timm) or workload.size",
                 }.get(key, "; add workload=module")
                 raise ConfigError(
                     f"workload.{key} is for workload=module (got workload={self.name}){instead}"

@@ -94,6 +94,7 @@ def explain(ctx: JobContext) -> Explain:
 
     torch._dynamo.reset()
     counters.clear()
+    saved = snapshot_buffers(model)  # its calls must not move the model's running statistics
     try:
         with ctx.amp(), contextlib.nullcontext() if ctx.train else torch.no_grad():
             traced = torch.compile(model, backend=backend)
@@ -109,9 +110,11 @@ def explain(ctx: JobContext) -> Explain:
         raise
     except Exception as e:  # noqa: BLE001 (an auxiliary figure never sinks the job)
         model.zero_grad(set_to_none=True)
+        load_buffers(model, saved)
         torch._dynamo.reset()
         return Explain(explain_note=f"explain failed: {type(e).__name__}: {first_line(e)}"[:400])
     model.zero_grad(set_to_none=True)
+    load_buffers(model, saved)
     torch._dynamo.reset()
     reasons = _reasons(ex.break_reasons, messages, unimplemented)
     return Explain(

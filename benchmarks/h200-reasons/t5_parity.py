@@ -114,8 +114,20 @@ def build(kind: str, size: str, device: torch.device):
         "batch": batch,
         "seq": seq,
         "params": sum(p.numel() for p in inner.parameters()),
-        "config": {k: getattr(cfg, k) for k in ("num_layers", "num_decoder_layers", "d_model", "num_heads",
-                                                  "d_ff", "vocab_size", "d_kv", "dropout_rate", "use_cache")},
+        "config": {
+            k: getattr(cfg, k)
+            for k in (
+                "num_layers",
+                "num_decoder_layers",
+                "d_model",
+                "num_heads",
+                "d_ff",
+                "vocab_size",
+                "d_kv",
+                "dropout_rate",
+                "use_cache",
+            )
+        },
         "dropout_p_in_modules": drops,
         "attn_implementation": getattr(inner.config, "_attn_implementation", None),
     }
@@ -188,7 +200,7 @@ def compare(runs: dict[str, dict], pairs: list[tuple[str, str]], rule: list[tupl
         grads = [k for k in tb if k.startswith("grad:")]
         num = sum(float((ta[k].double() - tb[k].double()).pow(2).sum()) for k in grads)
         den = sum(float(tb[k].double().pow(2).sum()) for k in grads)
-        worst = sorted(per.items(), key=lambda kv: (-(kv[1] if not math.isnan(kv[1]) else math.inf)))[:3]
+        worst = sorted(per.items(), key=lambda kv: -(kv[1] if not math.isnan(kv[1]) else math.inf))[:3]
         out[f"{a} vs {b}"] = {
             "loss": per.get("loss"),
             "logits": per.get("logits"),
@@ -220,8 +232,9 @@ def counters_snapshot() -> dict:
     return keep
 
 
-def one_mode(kind: str, mode: str, base: nn.Module, inputs: dict, device: torch.device, facts: dict,
-             deadline: float) -> dict:
+def one_mode(
+    kind: str, mode: str, base: nn.Module, inputs: dict, device: torch.device, facts: dict, deadline: float
+) -> dict:
     import torch._inductor.config as ic
     from torch._dynamo.utils import counters
 
@@ -265,12 +278,21 @@ def one_mode(kind: str, mode: str, base: nn.Module, inputs: dict, device: torch.
     res["rng_consumed"] = {k: v["rng_consumed"] for k, v in runs.items()}
     res["step_s"] = {k: v["s"] for k, v in runs.items()}
     pairs = [
-        ("C1", "A1"), ("C2", "A2"),  # (the orchestrator's comparison) first calls, second calls
-        ("A1", "E"), ("A2", "E"),
-        ("C1", "E"), ("C2", "E"), ("C3", "C2"),  # (a) compiled vs eager
-        ("E2", "E"), ("Ex", "E"),  # eager noise; another seed
-        ("E", "R"), ("E2", "R"),  # (b) eager vs fp64
-        ("C1", "R"), ("C2", "R"), ("A1", "R"), ("A2", "R"),  # (c) compiled vs fp64
+        ("C1", "A1"),
+        ("C2", "A2"),  # (the orchestrator's comparison) first calls, second calls
+        ("A1", "E"),
+        ("A2", "E"),
+        ("C1", "E"),
+        ("C2", "E"),
+        ("C3", "C2"),  # (a) compiled vs eager
+        ("E2", "E"),
+        ("Ex", "E"),  # eager noise; another seed
+        ("E", "R"),
+        ("E2", "R"),  # (b) eager vs fp64
+        ("C1", "R"),
+        ("C2", "R"),
+        ("A1", "R"),
+        ("A2", "R"),  # (c) compiled vs fp64
     ]
     rule = [("E", "C1", "R"), ("E", "C2", "R"), ("A1", "C1", "R"), ("A2", "C2", "R")]
     res["compare"] = compare(runs, pairs, rule)
@@ -311,15 +333,22 @@ def main() -> None:
     p.add_argument("--budget-s", type=float, default=1e9, help="skip what would start after this")
     args = p.parse_args()
     device = torch.device(args.device)
-    torch.backends.cuda.matmul.allow_tf32 = False  # the job's default (highest) and the harness's accuracy mode
+    torch.backends.cuda.matmul.allow_tf32 = (
+        False  # the job's default (highest) and the harness's accuracy mode
+    )
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(False)
     os.makedirs(args.out, exist_ok=True)
     start = time.time()
     import transformers
 
-    results: dict = {"env": {"torch": torch.__version__, "transformers": transformers.__version__,
-                             "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"}}
+    results: dict = {
+        "env": {
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        }
+    }
     for kind in args.builds.split(","):
         base, inputs, facts = build(kind, args.size, device)
         results[f"{kind}:facts"] = facts
@@ -329,7 +358,9 @@ def main() -> None:
                 results[f"{kind}:{mode}"] = "skipped: budget"
                 continue
             try:
-                results[f"{kind}:{mode}"] = one_mode(kind, mode, base, inputs, device, facts, start + args.budget_s)
+                results[f"{kind}:{mode}"] = one_mode(
+                    kind, mode, base, inputs, device, facts, start + args.budget_s
+                )
             except Exception as e:  # noqa: BLE001 (keep what the other modes measured)
                 import traceback
 

@@ -178,12 +178,13 @@ def make_inputs_fn(
     pixel values for images (beside the ids for a text-and-vision model), Whisper's log-mel features
     (2 x max_source_positions frames); labels when training (or with `workload.labels=true`); the
     decoder's ids for an encoder-decoder without labels; sequences no longer than the model's
-    positions reach (`limit`, and a decoder's max_target_positions)."""
+    positions reach (`limit`; its max_position_embeddings or n_positions, CLIP's text tower's 77 among
+    them; a decoder's max_target_positions)."""
     batch, seq = shape_of(cfg, task)
-    if seq and limit:
-        seq = min(seq, limit)
-    if seq and kind == "audio":
-        seq = min(seq, config.max_target_positions)
+    positions = "max_target_positions" if kind == "audio" else "max_position_embeddings"
+    reach = [limit, _first(config, positions), _first(config, "n_positions")]
+    if seq and (reach := [r for r in reach if isinstance(r, int) and r > 0]):
+        seq = min(seq, *reach)
     labels = cfg.labels if cfg.labels is not None else train
     vocab = _first(config, "vocab_size", 2)
     classes = getattr(config, "num_labels", 2)

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # One device call (issue 35): the transformers classes that used to crash the tool, and GPT-2's
 # training break, on the H200 at bench=quick. Files land in $OUT/models.tar.gz as each sweep ends.
-# Wheels: ../shared/scripts/device-wheels.sh plotly==7.1.0 (carry .whl).
+# Wheels: ../shared/scripts/device-wheels.sh plotly==7.1.0, then without wandb (logger=none; the tree
+# must stay under 64 MiB): WHEELS=.whl-lite, a copy of .whl less wandb-*.whl (carry .whl-lite).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 final=${OUT:-benchmarks/out}
 work=/tmp/gpu-out
 mkdir -p "$work" "$final"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site ${WHEELS:-.whl}/*.whl
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 save() { tar -C "$work" -czf "$final/models.tar.gz" .; }
 sweep() {  # NAME SECONDS "orchestrator overrides"

@@ -87,18 +87,13 @@ def test_a_break_that_leaves_most_of_the_model_eager_shows_in_the_compiled_fract
     assert skipped and skipped[0]["where"].startswith(USER_MODELS)
 
 
-def test_gpt2_training_breaks_on_transformers_logging_call(tmp_path, compile_cache):
+def test_gpt2_with_labels_breaks_on_transformers_logging_call(tmp_path, compile_cache):
     """The GPT2LMHeadModel training break seen on the H200 (`step_unsupported`, modeling_gpt2.py):
     with labels, transformers' `loss_function` logs a warning (`loss_type=None` is not a loss it
-    knows for a `*LMHeadModel`), and dynamo cannot trace a logging call."""
-    r = measure(
-        tmp_path,
-        compile_cache,
-        "workload=hf",
-        "workload.model=GPT2LMHeadModel",
-        "bench.task=train",
-        "bench.parity=false",
-    )
+    knows for a `*LMHeadModel`), and dynamo cannot trace a logging call. Labels make it, in training
+    and in inference alike: inference with labels is the cheaper test of it (no backward to compile)."""
+    labels = ["bench.task=infer", "workload.labels=true", "bench.parity=false"]
+    r = measure(tmp_path, compile_cache, "workload=hf", "workload.model=GPT2LMHeadModel", *labels)
     assert r["status"] == "ok", r["error"]
     assert r["graph_breaks"] >= 1, r["break_reasons"]
     reason = r["break_reasons"][0]

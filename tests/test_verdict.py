@@ -281,3 +281,17 @@ def test_settings_that_failed_are_named_with_their_class(template, tmp_path):
     (v,) = verdict_of(tmp_path)["models"]
     assert v["outcome"] == "none_passed"
     assert v["why"] == "no compiled setting passed: default (parity_fail), max-autotune (crash)"
+
+
+def test_an_empty_break_reason_and_a_mostly_eager_model_read_as_risks():
+    """A break recorded without a reason (an old result, a dynamo that gave none) is not an IndexError;
+    a model whose graphs hold little of its forward says so."""
+    import pandas as pd
+
+    from orchestrator.analysis.verdict import risks
+
+    row = pd.Series(
+        {"graph_breaks": 2, "break_reasons": [{"reason": "", "where": None}], "compiled_fraction": 0.2}
+    )
+    (said,) = [r for r in risks(row) if "graph break" in r]
+    assert said == "2 graph break(s) leaving 80% of the forward eager (top: no reason given)", said

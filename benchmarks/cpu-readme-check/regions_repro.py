@@ -24,7 +24,7 @@ x, y = idx[:, :-1], idx[:, 1:]
 eager(x, y).backward()
 cm(x, y).backward()
 worst = []
-for (n, p), (_, q) in zip(eager.named_parameters(), comp.named_parameters()):
+for (n, p), (_, q) in zip(eager.named_parameters(), comp.named_parameters(), strict=True):
     if p.grad is None:
         continue
     worst.append((((q.grad - p.grad).norm() / p.grad.norm()).item(), n))

@@ -127,7 +127,7 @@ def test_table_and_dashboard_flag_a_job_that_was_not_alone(tmp_path):
     assert cells["default"][header.index("isolation")] == "!"
     assert cells["eager"][header.index("isolation")] == "-"
     assert "b2 isolation: host busy: load 5.20 on 2 cores" in lines
-    page, _ = prepare(df, tmp_path)
+    page, _ = prepare(df, tmp_path, {})
     assert page.set_index("job_id")["isolation"].to_dict() == {"a1": "", "b2": "!"}
-    clean, _ = prepare(df.assign(iso_ok=True), tmp_path)
+    clean, _ = prepare(df.assign(iso_ok=True), tmp_path, {})
     assert "isolation" not in clean, "no column when every job had its device to itself"

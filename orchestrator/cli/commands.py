@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 from omegaconf import OmegaConf
 from rich.table import Table
 
 from orchestrator.analysis.compare import compare_tables, findings_cells, paired_timings
 from orchestrator.analysis.upgrade import print_upgrade, write_upgrade
-from orchestrator.analysis.verdict import VERDICT_FILE, print_verdict, write_verdict
+from orchestrator.analysis.verdict import VERDICT_FILE, print_verdict, read_verdict, write_verdict
 from orchestrator.cli.console import make_console
 from orchestrator.cli.sweep import finish
 from orchestrator.config.compose import compose_config
@@ -21,6 +23,7 @@ from orchestrator.launch.diagnosis import failure_result
 from orchestrator.launch.launchers import launcher_class
 from orchestrator.launch.ledger import read_ledger
 from orchestrator.report.dashboard import write_dashboard
+from orchestrator.report.upgrade_section import read_upgrade
 from orchestrator.results.table import gather as gather_table
 from orchestrator.results.text import plain_table
 
@@ -107,13 +110,24 @@ def cancel(args: list[str]) -> int:
     return 0
 
 
+def _dashboard(
+    sweep_dir: Path, df: pd.DataFrame, verdict: dict | None = None, upgrade: dict | None = None, **kw: Any
+) -> Path:
+    """The dashboard of a finished sweep directory: the verdict and upgrade A/B given, else as the sweep
+    wrote them (a sweep without verdict.json gets one by its own verdict settings, written)."""
+    if verdict is None:
+        verdict = read_verdict(sweep_dir) or write_verdict(sweep_dir, df, _base_config(sweep_dir).verdict)
+    upgrade = upgrade if upgrade is not None else read_upgrade(sweep_dir)
+    return write_dashboard(sweep_dir, df, verdict, read_plan(sweep_dir), upgrade, **kw)
+
+
 def report(args: list[str]) -> int:
     """(Re)write the dashboard of a sweep directory."""
     sweep_dir = _sweep_dir(args, "report")
     df = gather_table(sweep_dir)
     if df.empty:
         raise ConfigError(f"{sweep_dir} has no results yet")
-    print(f"dashboard: {write_dashboard(sweep_dir, df)}")
+    print(f"dashboard: {_dashboard(sweep_dir, df)}")
     return 0
 
 
@@ -145,7 +159,7 @@ def compare(args: list[str]) -> int:
         )
     findings = compare_tables(base, cand, thresholds, paired_timings(base), paired_timings(cand))
     findings.to_csv(cand_dir / "compare.csv", index=False)
-    write_dashboard(cand_dir, cand, compare=findings)
+    _dashboard(cand_dir, cand, compare=findings)
     console = make_console()
     title = f"compare {cand_dir.name} against {base_dir.name}: {len(common)} job(s) matched"
     rows = findings_cells(findings)
@@ -176,7 +190,7 @@ def upgrade(paths: list[str], overrides: list[str]) -> int:
             f"compare: {sweep_dir} has one environment; give two sweep directories, or sweep "
             "env.python=/a/bin/python,/b/bin/python"
         )
-    write_dashboard(sweep_dir, df)
+    _dashboard(sweep_dir, df, upgrade=found)
     print_upgrade(found, make_console())
     words = [v["verdict"] for comp in found["comparisons"] for v in comp["models"]]
     return 1 if {"breaks", "slower"} & set(words) else 0
@@ -200,7 +214,8 @@ def verdict(args: list[str]) -> int:
     if df.empty:
         raise ConfigError(f"{sweep_dir} has no results yet")
     console = make_console()
-    print_verdict(write_verdict(sweep_dir, df, vc), console)
+    found = write_verdict(sweep_dir, df, vc)
+    print_verdict(found, console)
     console.print(f"verdict: {sweep_dir / VERDICT_FILE}")
-    console.print(f"dashboard: {write_dashboard(sweep_dir, df)}")
+    console.print(f"dashboard: {_dashboard(sweep_dir, df, found)}")
     return 0

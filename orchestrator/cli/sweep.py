@@ -161,14 +161,17 @@ def finish(
         console.print("no results")
         return 1
     csv = write_table(sweep_dir, df)
-    print_table(df, f"sweep {base.sweep.name}", console, read_plan(sweep_dir))
+    plan = read_plan(sweep_dir)  # once: the table and the dashboard label the axes from it
+    print_table(df, f"sweep {base.sweep.name}", console, plan)
     console.print(f"results: {csv}")
     if started is not None and (spent := time_line(df, time.time() - started, started)):
         console.print(spent, markup=False, highlight=False)
-    print_verdict(write_verdict(sweep_dir, df, base.verdict), console)
-    print_upgrade(write_upgrade(sweep_dir, df, base.compare), console)  # a sweep over env.python
+    verdict = write_verdict(sweep_dir, df, base.verdict)
+    print_verdict(verdict, console)
+    upgrade = write_upgrade(sweep_dir, df, base.compare)  # a sweep over env.python; else None
+    print_upgrade(upgrade, console)
     if base.sweep.report:
-        console.print(f"dashboard: {write_dashboard(sweep_dir, df)}")
+        console.print(f"dashboard: {write_dashboard(sweep_dir, df, verdict, plan, upgrade)}")
     if base.logger.mode != "disabled":
         log_sweep(sweep_dir, base.sweep.name, df, base.logger.mode, base.logger.project, base.logger.entity)
         console.print(f"wandb ({base.logger.mode}): {sweep_dir / 'wandb'}")

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from orchestrator.core.files import read_plan
 from orchestrator.report import (
     answer_chart,
     compile_charts,
@@ -38,11 +37,9 @@ def _unique(df: pd.DataFrame, column: str, by: list[str]) -> None:
     df.loc[dup, column] = df.loc[dup, column] + " #" + df.loc[dup, "job_id"].str[:6]
 
 
-def prepare(df: pd.DataFrame, sweep_dir: Path) -> tuple[pd.DataFrame, list[str]]:
+def prepare(df: pd.DataFrame, sweep_dir: Path, plan: dict[str, dict]) -> tuple[pd.DataFrame, list[str]]:
     """The table with the labels the page uses, in page order: models as planned, modes canonical."""
-    df, swept = with_axes(
-        df.assign(label=df["label"] if "label" in df else df["job_id"]), read_plan(sweep_dir)
-    )
+    df, swept = with_axes(df.assign(label=df["label"] if "label" in df else df["job_id"]), plan)
     x_axes = [c for c in swept if c != "mode"]
     model = [c for c in ("workload", "size") if c in df]
     df["x_label"] = join_values(df, x_axes or model, " · ")
@@ -105,14 +102,22 @@ def _section(title: str, body: str, note: str = "") -> str:
     )
 
 
-def write_dashboard(sweep_dir: Path, df: pd.DataFrame, compare: pd.DataFrame | None = None) -> Path:
-    """Write <sweep_dir>/dashboard.html from the results table (and a compare table, if given)."""
-    df, swept = prepare(df, sweep_dir)
-    verdict = verdict_section.verdict_of(sweep_dir, df)
+def write_dashboard(
+    sweep_dir: Path,
+    df: pd.DataFrame,
+    verdict: dict,
+    plan: dict[str, dict],
+    upgrade: dict | None = None,
+    compare: pd.DataFrame | None = None,
+) -> Path:
+    """Write <sweep_dir>/dashboard.html from the results table, the sweep's verdict and plan as its
+    caller has them (nothing is read back or computed again here), the upgrade A/B of a sweep over
+    env.python, and a compare table, where given."""
+    df, swept = prepare(df, sweep_dir, plan)
     # One answer per model, first: the verdict's (the page names no other "best" setting).
     sections = [verdict_section.answers(verdict)]
     sections += [_section(*s) for s in verdict_section.sections(verdict)]
-    sections += [_section(*s) for s in upgrade_section.sections(sweep_dir)]  # a sweep over env.python
+    sections += [_section(*s) for s in upgrade_section.sections(upgrade)]
     aggs = aggregates(in_mode_order(df), swept)
     if aggs:
         tables = "".join(f"<div>{html_table(t, list(t.columns), f'by-{c}')}</div>" for c, t in aggs)

@@ -44,9 +44,8 @@ def _rows(comparison: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def sections(sweep_dir: Path) -> list[tuple[str, str, str]]:
+def sections(upgrade: dict[str, Any] | None) -> list[tuple[str, str, str]]:
     """(title, body, note) per candidate environment; none for a sweep of one environment."""
-    upgrade = read_upgrade(sweep_dir)
     if upgrade is None:
         return []
     out = []

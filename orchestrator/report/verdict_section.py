@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import html
-from pathlib import Path
 
 import pandas as pd
 
 from orchestrator.analysis.suite import suite_table
-from orchestrator.analysis.verdict import compute, read_verdict
-from orchestrator.config.schema import VerdictConfig
 from orchestrator.report.page import grid, html_table
 from orchestrator.results.present import ci_text, duration
 
@@ -54,11 +51,6 @@ def verdict_table(verdict: dict) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
-
-
-def verdict_of(sweep_dir: Path, df: pd.DataFrame) -> dict:
-    """verdict.json as the sweep (or the `verdict` command) wrote it, else computed for the default run."""
-    return read_verdict(sweep_dir) or compute(df, sweep_dir, VerdictConfig())
 
 
 def answers(verdict: dict) -> str:

@@ -24,20 +24,24 @@ from orchestrator.core.failures import ConfigError
 from workloads import block, gpt, hf, module, timm_models
 from workloads.workload import Workload
 
-__all__ = ["Workload", "build_workload", "check_workload"]
+__all__ = ["Workload", "build_workload", "check_blocks", "check_workload"]
 
 
-BUILDERS = {"gpt": gpt.build, "block": block.build, "module": module.build, "hf": hf.build}
-BUILDERS["timm"] = timm_models.build
+BUILDERS = {
+    "gpt": gpt.build,
+    "block": block.build,
+    "module": module.build,
+    "hf": hf.build,
+    "timm": timm_models.build,
+}
 
 
 def build_workload(cfg: WorkloadConfig, task: str, device: torch.device, seed: int = 0) -> Workload:
     """Build the workload on `device` with seeded weights, in the mode its task means; inputs are
     seeded too."""
     check_workload(cfg)
-    builders = BUILDERS
     torch.manual_seed(seed)
-    wl = builders[str(cfg.name)](cfg, task, device)
+    wl = BUILDERS[str(cfg.name)](cfg, task, device)
     wl.model.to(device)
     wl.model.train(task == "train")
     return wl
@@ -58,13 +62,14 @@ def check_workload(cfg: WorkloadConfig) -> None:
         hf.check(cfg)
     elif cfg.name == "timm":
         timm_models.check(cfg)
-    if cfg.blocks:
-        check_blocks(cfg)
 
 
 def check_blocks(cfg: WorkloadConfig) -> None:
-    """`workload.blocks` names modules of the model: checked on a model built on the meta device (no
-    memory, no weights). A model that cannot be built there is checked when its job builds it."""
+    """`workload.blocks` names modules of the model: checked before a sweep runs (not in the job,
+    whose own build finds a bad path anyway), on a model built on the meta device (no memory, no
+    weights). A model that cannot be built there is checked when its job builds it."""
+    if not cfg.blocks:
+        return
     try:
         with torch.device("meta"):
             BUILDERS[str(cfg.name)](cfg, "infer", torch.device("meta"))

@@ -17,7 +17,7 @@ from orchestrator.cli.sweep import finish
 from orchestrator.config.compose import compose_config
 from orchestrator.config.schema import Config
 from orchestrator.config.spec import JobSpec, to_job_config
-from orchestrator.core.failures import ConfigError, failure_lines, from_scheduler_state
+from orchestrator.core.failures import ConfigError, failure_lines, failure_message, from_scheduler_state
 from orchestrator.core.files import RESULT_FILE, read_plan, read_result, write_json_atomic
 from orchestrator.launch.diagnosis import failure_result
 from orchestrator.launch.launchers import launcher_class
@@ -67,8 +67,7 @@ def status(args: list[str]) -> int:
         label = plan.get(job_id, {}).get("label") or submitted["jobs"].get(job_id, {}).get("label", "")
         console.print(f"{job_id}  {state:<14} {label}")
         if result is not None and state != "ok":  # why, where, and the file with the whole traceback
-            message = str(result.get("error") or "no message").strip().splitlines()[0]
-            for line in [f"  error: {message}", *failure_lines(result)[1:]]:
+            for line in [f"  error: {failure_message(result)}", *failure_lines(result)]:
                 console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(" ".join(f"{k}={v}" for k, v in sorted(counts.items())))
     return 0

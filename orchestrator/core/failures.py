@@ -132,16 +132,16 @@ def user_frame(exc: BaseException) -> str | None:
     while seen is not None and seen not in chain:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
+    not_users = _package_dirs(_NOT_USERS)
     for e in reversed(chain):
         text = str(e)
         if "from user code" in text:
             tail = text.split("from user code", 1)[1]
-            frames = [m for m in _DYNAMO_FRAME.findall(tail) if _is_users(m[0], _package_dirs(_NOT_USERS))]
+            frames = [m for m in _DYNAMO_FRAME.findall(tail) if _is_users(m[0], not_users)]
             if frames:
                 file, line, fn = frames[-1]
                 return f"{file}:{line} ({fn})"
-    for names in (_NOT_USERS, ("torch", "orchestrator", "workloads", "submitit", "hydra")):
-        library = _package_dirs(names)
+    for library in (not_users, _package_dirs(("torch", "orchestrator", "workloads", "submitit", "hydra"))):
         for e in reversed(chain):
             frames = [f for f in traceback.extract_tb(e.__traceback__) if _is_users(f.filename, library)]
             if frames:
@@ -161,12 +161,17 @@ def first_rank_error(job_dir: Path) -> dict | None:
     return min(errors, key=lambda e: e["time"]) if errors else None
 
 
-def failure_lines(row: Any) -> list[str]:
-    """A failed result (a dict or a table row) as lines: its message's first line, where in the user's
-    code, the file with the whole traceback; each on its own line, so that no path is cut off."""
+def failure_message(row: Any) -> str:
+    """A failed result's (a dict or a table row) message, its first line."""
     text = str(row.get("error") or "").strip()
-    lines = [f"{row['job_id']} {row['status']}: {text.splitlines()[0] if text else 'no message'}"]
-    for key, what in (("error_where", "at"), ("error_log", "traceback")):
-        if isinstance(row.get(key), str) and row.get(key):
-            lines.append(f"  {what}: {row[key]}")
-    return lines
+    return text.splitlines()[0] if text else "no message"
+
+
+def failure_lines(row: Any) -> list[str]:
+    """Where a failed result failed in the user's code and the file with its whole traceback, as the
+    lines printed under its message, each on its own so that no path is cut off."""
+    return [
+        f"  {what}: {row[key]}"
+        for key, what in (("error_where", "at"), ("error_log", "traceback"))
+        if isinstance(row.get(key), str) and row.get(key)
+    ]

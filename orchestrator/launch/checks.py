@@ -16,7 +16,7 @@ from orchestrator.core.user_code import import_target, user_code
 from orchestrator.job.inductor_options import check_options
 from orchestrator.job.scope import regions_supported
 from orchestrator.launch.launchers import make_launcher
-from workloads import check_workload
+from workloads import check_blocks, check_workload
 
 
 def _check_backend(name: str) -> None:
@@ -64,6 +64,7 @@ def check_plan(plan: Plan) -> None:
     for workload in workloads.values():  # each distinct workload once: its preset, class, arguments
         with user_code(workload.path):  # forgotten after: each job imports its own copy
             check_workload(workload)
+            check_blocks(workload)  # a named blocks path, on the model built on the meta device
     for backend, path in backends:
         if ":" in backend:
             with user_code(path):

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from orchestrator.config.schema import Config
 from orchestrator.config.spec import JobSpec
-from orchestrator.core.failures import failure_lines
+from orchestrator.core.failures import failure_lines, failure_message
 from orchestrator.core.files import RESULT_FILE, read_result, write_json_atomic
 from orchestrator.launch.diagnosis import Attempt, diagnose, failure_result
 from orchestrator.launch.launchers import make_launcher
@@ -133,9 +133,8 @@ class Runner:
         if ok:
             self.console.print(f"{mark} {spec.job_id} {spec.label}{figure}")
         else:  # the message, then where it failed and the file with the whole traceback
-            first, *more = failure_lines(result)
-            self.console.print(f"{mark} {spec.job_id} {spec.label}: {first.split(': ', 1)[1]}")
-            for line in more:
+            self.console.print(f"{mark} {spec.job_id} {spec.label}: {failure_message(result)}")
+            for line in failure_lines(result):
                 self.console.print(line, markup=False, highlight=False, soft_wrap=True)
         retry = self.base.retry
         if not ok and result["status"] in retry.on and self.attempts_made[spec.job_id] <= retry.max_retries:

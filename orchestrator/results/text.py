@@ -10,7 +10,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.core.failures import failure_lines
+from orchestrator.core.failures import failure_lines, failure_message
 from orchestrator.core.numbers import present
 from orchestrator.job.result import header
 from orchestrator.results.present import (
@@ -136,7 +136,11 @@ def print_table(
     console = console or Console()
     columns, rows, caption = table_cells(df, plan or {})
     failed = df[df["status"] != "ok"] if "status" in df else df.iloc[0:0]
-    notes = [line for _, row in failed.iterrows() for line in failure_lines(row)]
+    notes = [
+        line
+        for _, row in failed.iterrows()
+        for line in [f"{row['job_id']} {row['status']}: {failure_message(row)}", *failure_lines(row)]
+    ]
     if "iso_ok" in df:
         flagged = df[[isolation_flag(v) == "!" for v in df["iso_ok"]]]
         notes += [f"{row['job_id']} isolation: {row.get('iso_note')}" for _, row in flagged.iterrows()]

@@ -8,6 +8,7 @@ import sys
 import pandas as pd
 from conftest import ROOT
 
+from orchestrator.core.files import read_plan
 from orchestrator.results.table import add_scaling, gather, write_table
 
 sys.path.insert(0, str(ROOT / "benchmarks" / "scale"))
@@ -49,7 +50,7 @@ def test_scaling_efficiency_against_the_unique_none_row():
 def test_gather_a_thousand_real_schema_results(tmp_path):
     sweep_dir = tmp_path / "s"
     ids = make_results(1000, sweep_dir)
-    df = gather(sweep_dir)
+    df = gather(sweep_dir, read_plan(sweep_dir))
     assert df["job_id"].tolist() == ids, "rows in plan order"
     assert {"speedup", "compile_s", "env_torch", "scaling_efficiency"} <= set(df.columns)
     csv = write_table(sweep_dir, df)

@@ -13,9 +13,10 @@ import shutil
 import pytest
 from conftest import results, run_cli
 
+from orchestrator.analysis.answers import Verdict
 from orchestrator.analysis.verdict import compute, lines
 from orchestrator.config.schema import VerdictConfig
-from orchestrator.core.files import PLAN_FILE, RESULT_FILE, write_json_atomic
+from orchestrator.core.files import PLAN_FILE, RESULT_FILE, read_plan, write_json_atomic
 from orchestrator.core.stats import geomean_ci
 from orchestrator.results.table import gather
 
@@ -47,7 +48,11 @@ def plant(sweep_dir, template: dict, jobs: list[dict]) -> None:
 
 
 def verdict_of(sweep_dir, **kw) -> dict:
-    return compute(gather(sweep_dir), sweep_dir, VerdictConfig(**kw))
+    """The verdict as verdict.json holds it (written by the types, read back by them unchanged)."""
+    plan = read_plan(sweep_dir)
+    found = compute(gather(sweep_dir, plan), plan, VerdictConfig(**kw)).to_dict()
+    assert Verdict.from_dict(found).to_dict() == found
+    return found
 
 
 def gain(mode: str, speedup: float, low: float, high: float, compile_s: float, **kw) -> dict:
@@ -102,7 +107,7 @@ def test_picks_the_mode_that_saves_most_over_the_run_among_those_that_passed(tem
     assert any(r.startswith("memory up 1.30x") for r in short["risks"])
     (long,) = verdict_of(tmp_path, steps=1_000_000)["models"]
     assert long["choice"] == "max-autotune" and long["risks"] == []
-    _, decision, details = lines(verdict_of(tmp_path, steps=10_000))
+    _, decision, details = lines(Verdict.from_dict(verdict_of(tmp_path, steps=10_000)))
     assert decision.startswith(
         "verdict gpt gpt2 train fp32 none: use default: saves 1.59 min over 10,000 steps"
     )
@@ -152,7 +157,8 @@ def test_suite_summary_geomean_pass_rate_and_flags(template, tmp_path):
     }
     assert [v["model"] for v in verdict["models"]] == ["gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"]
     assert verdict["shared"] == "gpt train fp32 none"
-    assert any(line.startswith("suite of 4 models, geomean speedup: default 1.") for line in lines(verdict))
+    printed = lines(Verdict.from_dict(verdict))
+    assert any(line.startswith("suite of 4 models, geomean speedup: default 1.") for line in printed)
 
 
 def test_geomean_ci_of_identical_models_narrows_as_sqrt_k():
@@ -203,7 +209,7 @@ def test_a_biased_control_turns_the_answer_into_no_trustworthy_answer(template, 
         "no trustworthy answer: the eager-against-eager control reads 1.3x [1.20-1.40]"
     )
     assert "launcher.max_parallel=1" in v["why"] and "best measured: default 1.6x" in v["why"]
-    printed = lines(verdict_of(tmp_path, steps=1_000_000))
+    printed = lines(Verdict.from_dict(verdict_of(tmp_path, steps=1_000_000)))
     assert printed[1].startswith("verdict gpt gpt2 train fp32 none: no trustworthy answer: the eager-against")
 
 

@@ -6,10 +6,10 @@ graph breaks)."""
 from __future__ import annotations
 
 import statistics
-from typing import Any
 
 import pandas as pd
 
+from orchestrator.analysis.answers import Suite, SuiteFlag, SuiteSetting
 from orchestrator.core.numbers import geomean, is_false, number
 from orchestrator.core.stats import geomean_ci
 from orchestrator.results.present import axis_text, ci_text, sig
@@ -50,7 +50,7 @@ def job_flags(row: pd.Series) -> list[str]:
     return out
 
 
-def suite_summary(df: pd.DataFrame, settings: list[str]) -> dict[str, Any]:
+def suite_summary(df: pd.DataFrame, settings: list[str]) -> Suite:
     """Per compiled setting over the models (column `_model`): geomean speedup, CI, pass rate; flags."""
     compiled = df[df["mode"] != "eager"]
     names = (
@@ -68,20 +68,20 @@ def suite_summary(df: pd.DataFrame, settings: list[str]) -> dict[str, Any]:
             else (None, None, None)
         )
         rows.append(
-            {
-                "setting": setting,
-                "models": int(part["_model"].nunique()),
-                "passed": int(ok["_model"].nunique()),
-                "pass_rate": ok["_model"].nunique() / part["_model"].nunique(),
-                "geomean_speedup": g,
-                "ci": [low, high],
-                "compile_s_median": _median(ok.get("compile_s")),
-                "memory_ratio_geomean": geomean(ok["memory_ratio"]) if "memory_ratio" in ok else None,
-            }
+            SuiteSetting(
+                setting=setting,
+                models=int(part["_model"].nunique()),
+                passed=int(ok["_model"].nunique()),
+                pass_rate=ok["_model"].nunique() / part["_model"].nunique(),
+                geomean_speedup=g,
+                ci=[low, high],
+                compile_s_median=_median(ok.get("compile_s")),
+                memory_ratio_geomean=geomean(ok["memory_ratio"]) if "memory_ratio" in ok else None,
+            )
         )
         for _, r in ok.iterrows():
-            flags += [{"model": r["_model"], "setting": setting, "flag": f} for f in job_flags(r)]
-    return {"models": int(df["_model"].nunique()), "settings": rows, "flags": flags}
+            flags += [SuiteFlag(r["_model"], setting, f) for f in job_flags(r)]
+    return Suite(int(df["_model"].nunique()), rows, flags)
 
 
 def _median(values: pd.Series | None) -> float | None:
@@ -89,30 +89,30 @@ def _median(values: pd.Series | None) -> float | None:
     return statistics.median(known) if known else None
 
 
-def suite_lines(suite: dict[str, Any], width: int) -> list[str]:
+def suite_lines(suite: Suite, width: int) -> list[str]:
     parts = [
-        f"{s['setting']} {sig(s['geomean_speedup'])}x [{ci_text(*s['ci'])}] "
-        f"pass {s['passed']}/{s['models']}, compile {sig(s.get('compile_s_median'))} s"
-        for s in suite["settings"]
+        f"{s.setting} {sig(s.geomean_speedup)}x [{ci_text(*s.ci)}] "
+        f"pass {s.passed}/{s.models}, compile {sig(s.compile_s_median)} s"
+        for s in suite.settings
     ]
-    out = [f"suite of {suite['models']} models, geomean speedup: " + " · ".join(parts)]
-    out += [f"flag {f['model']} {f['setting']}: {f['flag']}" for f in suite["flags"]]
+    out = [f"suite of {suite.models} models, geomean speedup: " + " · ".join(parts)]
+    out += [f"flag {f.model} {f.setting}: {f.flag}" for f in suite.flags]
     return [line if len(line) <= width else line[: width - 3] + "..." for line in out]
 
 
-def suite_table(suite: dict[str, Any]) -> pd.DataFrame:
+def suite_table(suite: Suite) -> pd.DataFrame:
     """The per-setting rows as a table for the dashboard."""
     return pd.DataFrame(
         [
             {
-                "setting": s["setting"],
-                "geomean speedup": s["geomean_speedup"],
-                "95% CI": ci_text(*s["ci"]),
-                "pass rate": f"{s['passed']}/{s['models']}",
-                "median compile s": s.get("compile_s_median"),
-                "memory ratio (geomean)": s.get("memory_ratio_geomean"),
-                "flags": sum(f["setting"] == s["setting"] for f in suite["flags"]),
+                "setting": s.setting,
+                "geomean speedup": s.geomean_speedup,
+                "95% CI": ci_text(*s.ci),
+                "pass rate": f"{s.passed}/{s.models}",
+                "median compile s": s.compile_s_median,
+                "memory ratio (geomean)": s.memory_ratio_geomean,
+                "flags": sum(f.setting == s.setting for f in suite.flags),
             }
-            for s in suite["settings"]
+            for s in suite.settings
         ]
     )

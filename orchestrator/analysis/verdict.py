@@ -7,6 +7,7 @@ One job, the verdict; a little over 250 lines because its lines of text are buil
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
@@ -14,10 +15,11 @@ from typing import Any
 
 import pandas as pd
 
+from orchestrator.analysis.answers import ModelVerdict, Verdict
 from orchestrator.analysis.suite import MEMORY_RATIO, passed_job, setting_text, suite_lines, suite_summary
 from orchestrator.analysis.trust import distrust, remedy
 from orchestrator.config.schema import VerdictConfig
-from orchestrator.core.files import read_plan, write_json_atomic
+from orchestrator.core.files import write_json_atomic
 from orchestrator.core.numbers import is_false, number, payback_steps, saved_per_step_s
 from orchestrator.results.present import (
     PLAIN_WIDTH,
@@ -55,7 +57,7 @@ def compile_cost(row: pd.Series, cache: str) -> tuple[float, str]:
     return (cold + recompile, "cold") if cold is not None else (first + recompile, "compile_s: shared cache")
 
 
-def assess(row: pd.Series, vc: VerdictConfig) -> dict[str, Any]:
+def assess(row: pd.Series, vc: VerdictConfig) -> ModelVerdict:
     """A passed compiled job's figures for the run: net seconds saved (point and CI), payback steps."""
     steps, run = run_length(row, vc)
     cost, cost_kind = compile_cost(row, vc.cache)
@@ -67,22 +69,22 @@ def assess(row: pd.Series, vc: VerdictConfig) -> dict[str, Any]:
         return steps * saved - cost if saved is not None else None
 
     per_step = saved_per_step_s(eager_ms, speedup)
-    return {
-        "speedup": speedup,
-        "ci": [low, high],
-        "measurable": low is not None and low > 1,
-        "steps": steps,
-        "run": run,
-        "compile_s": cost,
-        "compile_kind": cost_kind,
-        "saved_per_step_ms": per_step * 1000 if per_step is not None else None,
-        "saved_per_step_ci_ms": [
+    return ModelVerdict(
+        speedup=speedup,
+        ci=[low, high],
+        measurable=low is not None and low > 1,
+        steps=steps,
+        run=run,
+        compile_s=cost,
+        compile_kind=cost_kind,
+        saved_per_step_ms=per_step * 1000 if per_step is not None else None,
+        saved_per_step_ci_ms=[
             s * 1000 if (s := saved_per_step_s(eager_ms, x)) is not None else None for x in (low, high)
         ],
-        "net_saved_s": net(speedup),
-        "net_saved_ci_s": [net(low), net(high)],
-        "payback_steps": payback_steps(cost, per_step),
-    }
+        net_saved_s=net(speedup),
+        net_saved_ci_s=[net(low), net(high)],
+        payback_steps=payback_steps(cost, per_step),
+    )
 
 
 def _listed(row: pd.Series, key: str) -> list:
@@ -142,42 +144,40 @@ def risks(row: pd.Series) -> list[str]:
     return out
 
 
-def decide(part: pd.DataFrame, settings: list[str], vc: VerdictConfig, sweep_dir: Path) -> dict[str, Any]:
-    """One model's verdict from its jobs."""
+def decide(part: pd.DataFrame, settings: list[str], vc: VerdictConfig) -> ModelVerdict:
+    """One model's verdict from its jobs (its name is set by the caller)."""
     compiled = part[part["mode"] != "eager"]
     passed = compiled[
         pd.Series([passed_job(r) for _, r in compiled.iterrows()], index=compiled.index, dtype=bool)
     ]
-    failed = compiled.drop(passed.index)
-    out: dict[str, Any] = {
-        "jobs": len(part),
-        "failed": [f"{setting_text(r, settings)} ({r['status']})" for _, r in failed.iterrows()],
-    }
+    failed = [
+        f"{setting_text(r, settings)} ({r['status']})" for _, r in compiled.drop(passed.index).iterrows()
+    ]
     if passed.empty:
-        why = f"no compiled setting passed: {', '.join(out['failed'])}" if len(compiled) else (
+        why = f"no compiled setting passed: {', '.join(failed)}" if len(compiled) else (
             "no compiled setting in this sweep"
         )  # fmt: skip
-        return {**out, "choice": "eager", "outcome": "none_passed", "why": why}
+        return ModelVerdict(jobs=len(part), failed=failed, choice="eager", outcome="none_passed", why=why)
     figures = {i: assess(r, vc) for i, r in passed.iterrows()}
-    gains = [i for i in figures if figures[i]["measurable"]]
-    pick = max(gains or figures, key=lambda i: figures[i]["net_saved_s"] if gains else figures[i]["speedup"])
+    gains = [i for i in figures if figures[i].measurable]
+    pick = max(gains or figures, key=lambda i: (figures[i].net_saved_s if gains else figures[i].speedup) or 0)
     f, row = figures[pick], passed.loc[pick]
-    setting, ci = setting_text(row, settings), ci_text(*f["ci"])
-    gain = f"{f['speedup']:.3g}x [{ci}]"
-    if gains and (f["net_saved_s"] or 0) > 0:
+    setting, ci = setting_text(row, settings), ci_text(*f.ci)
+    gain = f"{f.speedup:.3g}x [{ci}]"
+    if gains and (f.net_saved_s or 0) > 0:
         choice, outcome = setting, "compile"
         why = (
-            f"saves {duration(f['net_saved_s'])} over {f['run']} net of {duration(f['compile_s'])} "
-            f"{f['compile_kind']} compile ({gain}; pays back after {_sig(f['payback_steps'])} steps)"
+            f"saves {duration(f.net_saved_s)} over {f.run} net of {duration(f.compile_s)} "
+            f"{f.compile_kind} compile ({gain}; pays back after {_sig(f.payback_steps)} steps)"
         )
     elif gains:
         choice, outcome = "eager", "eager_cost"
-        payback = f"pays back only after {_sig(f['payback_steps'])} steps" if f["payback_steps"] else ""
+        payback = f"pays back only after {_sig(f.payback_steps)} steps" if f.payback_steps else ""
         why = (
-            f"compile cost never paid back over {f['run']}: {setting} is {gain} but its "
-            f"{duration(f['compile_s'])} {f['compile_kind']} compile {payback}"
+            f"compile cost never paid back over {f.run}: {setting} is {gain} but its "
+            f"{duration(f.compile_s)} {f.compile_kind} compile {payback}"
         )
-    elif f["ci"][1] is not None and f["ci"][1] < 1:
+    elif f.ci[1] is not None and f.ci[1] < 1:
         choice, outcome, why = "eager", "slower", f"compiled is slower: best {setting} {gain}"
     else:
         choice, outcome = "eager", "no_gain"
@@ -189,13 +189,16 @@ def decide(part: pd.DataFrame, settings: list[str], vc: VerdictConfig, sweep_dir
         why = (
             f"no trustworthy answer: {said}; to get one: {remedy(reasons)} (best measured: {setting} {gain})"
         )
-    answer = {"choice": choice, "outcome": outcome, "why": why, "setting": setting, "job_id": row["job_id"]}
-    return {**out, **answer, **f, "risks": risks(row), "distrust": [r for _, r in reasons]}
+    return dataclasses.replace(
+        f, jobs=len(part), failed=failed, choice=choice, outcome=outcome, why=why, setting=setting,
+        job_id=row["job_id"], risks=risks(row), distrust=[r for _, r in reasons],
+    )  # fmt: skip
 
 
-def compute(df: pd.DataFrame, sweep_dir: Path, vc: VerdictConfig) -> dict[str, Any]:
-    """The verdict of every model of a results table, and the suite summary where there are several."""
-    df, swept = with_axes(df, read_plan(sweep_dir))
+def compute(df: pd.DataFrame, plan: dict[str, Any], vc: VerdictConfig) -> Verdict:
+    """The verdict of every model of a results table (its sweep's `plan` names the swept axes), and
+    the suite summary where there are several."""
+    df, swept = with_axes(df, plan)
     df = in_mode_order(df)
     models = model_columns(df, swept)
     settings = ["mode"] + [c for c in swept if c != "mode" and c not in models]
@@ -203,53 +206,46 @@ def compute(df: pd.DataFrame, sweep_dir: Path, vc: VerdictConfig) -> dict[str, A
     varying = [c for c in models if df[c].map(axis_text).nunique() > 1]
     names = join_values(df, varying or models)
     shared = " ".join(axis_text(df[c].iloc[0]) for c in models if c not in varying) if varying else ""
-    verdicts = []
-    for name, part in df.groupby(names, sort=False):
-        verdicts.append({"model": name or "all", **decide(part, settings, vc, sweep_dir)})
+    verdicts = [
+        dataclasses.replace(decide(part, settings, vc), model=name or "all")
+        for name, part in df.groupby(names, sort=False)
+    ]
     suite = suite_summary(df.assign(_model=names), settings) if len(verdicts) > 1 else None
-    return {
-        "steps": vc.steps,
-        "serve_s": vc.serve_s,
-        "cache": str(vc.cache),
-        "shared": shared,
-        "models": verdicts,
-        "suite": suite,
-    }
+    return Verdict(vc.steps, vc.serve_s, str(vc.cache), shared, verdicts, suite)
 
 
-def lines(verdict: dict[str, Any]) -> list[str]:
+def lines(verdict: Verdict) -> list[str]:
     """One line per model (a second with its risks and failures, if any), then the suite's; each cut to
     PLAIN_WIDTH."""
-    serving = f"{duration(verdict['serve_s'])} of serving (infer) or " if verdict.get("serve_s") else ""
-    head = f"verdict for {serving}{verdict['steps']:,} steps, {verdict['cache']} compile"
-    out = [head + (f"; every model: {verdict['shared']}" if verdict.get("shared") else "")]
-    for v in verdict["models"]:
-        head = {"compile": f"use {v['choice']}: ", "untrusted": ""}.get(v["outcome"], "eager: ")
-        out.append(f"verdict {v['model']}: {head}{v['why']}")
-        label = "risks" if v["outcome"] == "compile" else f"risks of {v.get('setting')}"
-        more = ([f"{label}: {'; '.join(v['risks'])}"] if v.get("risks") else []) + (
-            [f"failed: {', '.join(v['failed'])}"] if v["failed"] else []
+    serving = f"{duration(verdict.serve_s)} of serving (infer) or " if verdict.serve_s else ""
+    head = f"verdict for {serving}{verdict.steps:,} steps, {verdict.cache} compile"
+    out = [head + (f"; every model: {verdict.shared}" if verdict.shared else "")]
+    for v in verdict.models:
+        head = {"compile": f"use {v.choice}: ", "untrusted": ""}.get(v.outcome, "eager: ")
+        out.append(f"verdict {v.model}: {head}{v.why}")
+        label = "risks" if v.outcome == "compile" else f"risks of {v.setting}"
+        more = ([f"{label}: {'; '.join(v.risks)}"] if v.risks else []) + (
+            [f"failed: {', '.join(v.failed)}"] if v.failed else []
         )
         out += [f"  {'; '.join(more)}"] if more else []  # the model's second line, only when there is news
-    if verdict.get("suite"):
-        out += suite_lines(verdict["suite"], PLAIN_WIDTH)
+    if verdict.suite:
+        out += suite_lines(verdict.suite, PLAIN_WIDTH)
     return [line if len(line) <= PLAIN_WIDTH else line[: PLAIN_WIDTH - 3] + "..." for line in out]
 
 
-def write_verdict(sweep_dir: Path, df: pd.DataFrame, vc: VerdictConfig) -> dict[str, Any]:
-    verdict = compute(df, sweep_dir, vc)
-    write_json_atomic(sweep_dir / VERDICT_FILE, verdict)
+def write_verdict(sweep_dir: Path, df: pd.DataFrame, plan: dict[str, Any], vc: VerdictConfig) -> Verdict:
+    verdict = compute(df, plan, vc)
+    write_json_atomic(sweep_dir / VERDICT_FILE, verdict.to_dict())
     return verdict
 
 
-def read_verdict(sweep_dir: Path) -> dict[str, Any] | None:
-    path = sweep_dir / VERDICT_FILE
+def read_verdict(sweep_dir: Path) -> Verdict | None:
     try:
-        return json.loads(path.read_text())
+        return Verdict.from_dict(json.loads((sweep_dir / VERDICT_FILE).read_text()))
     except (FileNotFoundError, json.JSONDecodeError):
         return None
 
 
-def print_verdict(verdict: dict[str, Any], console: Any) -> None:
+def print_verdict(verdict: Verdict, console: Any) -> None:
     for line in lines(verdict):
         console.print(line, markup=False, highlight=False)

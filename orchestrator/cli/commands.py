@@ -9,8 +9,9 @@ import pandas as pd
 from omegaconf import OmegaConf
 from rich.table import Table
 
+from orchestrator.analysis.answers import Upgrade, Verdict
 from orchestrator.analysis.compare import compare_tables, findings_cells, paired_timings
-from orchestrator.analysis.upgrade import print_upgrade, write_upgrade
+from orchestrator.analysis.upgrade import print_upgrade, read_upgrade, write_upgrade
 from orchestrator.analysis.verdict import VERDICT_FILE, print_verdict, read_verdict, write_verdict
 from orchestrator.cli.console import make_console
 from orchestrator.cli.sweep import finish
@@ -23,7 +24,6 @@ from orchestrator.launch.diagnosis import failure_result
 from orchestrator.launch.launchers import launcher_class
 from orchestrator.launch.ledger import read_ledger
 from orchestrator.report.dashboard import write_dashboard
-from orchestrator.report.upgrade_section import read_upgrade
 from orchestrator.results.table import gather as gather_table
 from orchestrator.results.text import plain_table
 
@@ -93,7 +93,7 @@ def gather(args: list[str]) -> int:
         spec = JobSpec(job_id, plan.get(job_id, {}).get("axes", {}), config, str(sweep_dir))  # type: ignore[arg-type]
         error = f"{launcher.name} state {state}"
         write_json_atomic(job_dir / RESULT_FILE, failure_result(spec, None, status_, error))
-    return finish(sweep_dir, base, make_console())
+    return finish(sweep_dir, base, make_console(), plan)
 
 
 def cancel(args: list[str]) -> int:
@@ -110,23 +110,31 @@ def cancel(args: list[str]) -> int:
 
 
 def _dashboard(
-    sweep_dir: Path, df: pd.DataFrame, verdict: dict | None = None, upgrade: dict | None = None, **kw: Any
+    sweep_dir: Path,
+    df: pd.DataFrame,
+    plan: dict[str, dict],
+    verdict: Verdict | None = None,
+    upgrade: Upgrade | None = None,
+    **kw: Any,
 ) -> Path:
     """The dashboard of a finished sweep directory: the verdict and upgrade A/B given, else as the sweep
     wrote them (a sweep without verdict.json gets one by its own verdict settings, written)."""
     if verdict is None:
-        verdict = read_verdict(sweep_dir) or write_verdict(sweep_dir, df, _base_config(sweep_dir).verdict)
+        verdict = read_verdict(sweep_dir) or write_verdict(
+            sweep_dir, df, plan, _base_config(sweep_dir).verdict
+        )
     upgrade = upgrade if upgrade is not None else read_upgrade(sweep_dir)
-    return write_dashboard(sweep_dir, df, verdict, read_plan(sweep_dir), upgrade, **kw)
+    return write_dashboard(sweep_dir, df, verdict, plan, upgrade, **kw)
 
 
 def report(args: list[str]) -> int:
     """(Re)write the dashboard of a sweep directory."""
     sweep_dir = _sweep_dir(args, "report")
-    df = gather_table(sweep_dir)
+    plan = read_plan(sweep_dir)
+    df = gather_table(sweep_dir, plan)
     if df.empty:
         raise ConfigError(f"{sweep_dir} has no results yet")
-    print(f"dashboard: {_dashboard(sweep_dir, df)}")
+    print(f"dashboard: {_dashboard(sweep_dir, df, plan)}")
     return 0
 
 
@@ -149,7 +157,8 @@ def compare(args: list[str]) -> int:
     if base_dir == cand_dir:
         raise ConfigError(f"compare: BASE and CAND are the same directory ({base_dir}); give two sweeps")
     thresholds = _base_config(cand_dir, overrides).compare
-    base, cand = gather_table(base_dir), gather_table(cand_dir)
+    cand_plan = read_plan(cand_dir)
+    base, cand = gather_table(base_dir, read_plan(base_dir)), gather_table(cand_dir, cand_plan)
     common = set(base.get("job_id", [])) & set(cand.get("job_id", []))
     if not common:
         raise ConfigError(
@@ -158,7 +167,7 @@ def compare(args: list[str]) -> int:
         )
     findings = compare_tables(base, cand, thresholds, paired_timings(base), paired_timings(cand))
     findings.to_csv(cand_dir / "compare.csv", index=False)
-    _dashboard(cand_dir, cand, compare=findings)
+    _dashboard(cand_dir, cand, cand_plan, compare=findings)
     console = make_console()
     title = f"compare {cand_dir.name} against {base_dir.name}: {len(common)} job(s) matched"
     rows = findings_cells(findings)
@@ -182,16 +191,19 @@ def compare(args: list[str]) -> int:
 def upgrade(paths: list[str], overrides: list[str]) -> int:
     """The upgrade A/B of one sweep over `env.python`; exit 1 if any model breaks or slows down."""
     sweep_dir = _sweep_dir(paths, "compare")
-    df = gather_table(sweep_dir)
-    found = write_upgrade(sweep_dir, df, _base_config(sweep_dir, overrides).compare) if len(df) else None
+    plan = read_plan(sweep_dir)
+    df = gather_table(sweep_dir, plan)
+    found = (
+        write_upgrade(sweep_dir, df, plan, _base_config(sweep_dir, overrides).compare) if len(df) else None
+    )
     if found is None:
         raise ConfigError(
             f"compare: {sweep_dir} has one environment; give two sweep directories, or sweep "
             "env.python=/a/bin/python,/b/bin/python"
         )
-    _dashboard(sweep_dir, df, upgrade=found)
+    _dashboard(sweep_dir, df, plan, upgrade=found)
     print_upgrade(found, make_console())
-    words = [v["verdict"] for comp in found["comparisons"] for v in comp["models"]]
+    words = [v.verdict for comp in found.comparisons for v in comp.models]
     return 1 if {"breaks", "slower"} & set(words) else 0
 
 
@@ -209,12 +221,13 @@ def verdict(args: list[str]) -> int:
     sweep = OmegaConf.to_container(OmegaConf.structured(_base_config(sweep_dir)))
     merged = OmegaConf.merge(sweep, OmegaConf.from_dotlist(overrides))
     vc = to_job_config(OmegaConf.to_container(merged)).verdict  # type: ignore[arg-type]
-    df = gather_table(sweep_dir)
+    plan = read_plan(sweep_dir)
+    df = gather_table(sweep_dir, plan)
     if df.empty:
         raise ConfigError(f"{sweep_dir} has no results yet")
     console = make_console()
-    found = write_verdict(sweep_dir, df, vc)
+    found = write_verdict(sweep_dir, df, plan, vc)
     print_verdict(found, console)
     console.print(f"verdict: {sweep_dir / VERDICT_FILE}")
-    console.print(f"dashboard: {_dashboard(sweep_dir, df, found)}")
+    console.print(f"dashboard: {_dashboard(sweep_dir, df, plan, found)}")
     return 0

@@ -21,7 +21,7 @@ from orchestrator.cli.console import make_console
 from orchestrator.config.plan import Plan, build_plan
 from orchestrator.config.schema import Config
 from orchestrator.core.failures import ConfigError
-from orchestrator.core.files import PLAN_FILE, read_plan, read_result, write_json_atomic
+from orchestrator.core.files import PLAN_FILE, read_result, write_json_atomic
 from orchestrator.job.tracking import log_sweep
 from orchestrator.launch.checks import check_plan, check_sweep_dir
 from orchestrator.launch.launchers import launcher_class
@@ -118,10 +118,8 @@ def _run(plan: Plan, console: Console, started: float) -> int:
         console.print(
             f"[yellow]stopped {orphans} job(s) left running by an earlier, killed orchestrator[/yellow]"
         )
-    write_json_atomic(
-        plan.sweep_dir / PLAN_FILE,
-        {"name": plan.name, "jobs": {j.job_id: {"label": j.label, "axes": j.axes} for j in plan.jobs}},
-    )
+    jobs = {j.job_id: {"label": j.label, "axes": j.axes} for j in plan.jobs}
+    write_json_atomic(plan.sweep_dir / PLAN_FILE, {"name": plan.name, "jobs": jobs})
     todo = []
     for job in plan.jobs:
         job.job_dir.mkdir(parents=True, exist_ok=True)
@@ -142,33 +140,34 @@ def _run(plan: Plan, console: Console, started: float) -> int:
     runner.run(todo)
     if not console.is_terminal:
         console.line()  # rich's Live ends its last status line without a newline off a terminal
-    return finish(plan.sweep_dir, base, console, {j.job_id for j in plan.jobs}, started)
+    return finish(plan.sweep_dir, base, console, jobs, set(jobs), started)
 
 
 def finish(
     sweep_dir: Path,
     base: Config,
     console: Console,
+    plan: dict[str, dict],
     wanted: set[str] | None = None,
     started: float | None = None,
 ) -> int:
-    """Gather, print, write the table and the dashboard; exit code 1 if any job failed. `started`:
-    when this sweep was planned (its time spent is printed for the jobs it ran)."""
-    df = gather(sweep_dir)
+    """Gather, print, write the table and the dashboard; exit code 1 if any job failed. `plan`: the
+    sweep's jobs by id, as plan.json holds them (the table and the dashboard label the axes from it);
+    `started`: when this sweep was planned (its time spent is printed for the jobs it ran)."""
+    df = gather(sweep_dir, plan)
     if wanted is not None and not df.empty:
         df = df[df["job_id"].isin(wanted)]
     if df.empty:
         console.print("no results")
         return 1
     csv = write_table(sweep_dir, df)
-    plan = read_plan(sweep_dir)  # once: the table and the dashboard label the axes from it
     print_table(df, f"sweep {base.sweep.name}", console, plan)
     console.print(f"results: {csv}")
     if started is not None and (spent := time_line(df, time.time() - started, started)):
         console.print(spent, markup=False, highlight=False)
-    verdict = write_verdict(sweep_dir, df, base.verdict)
+    verdict = write_verdict(sweep_dir, df, plan, base.verdict)
     print_verdict(verdict, console)
-    upgrade = write_upgrade(sweep_dir, df, base.compare)  # a sweep over env.python; else None
+    upgrade = write_upgrade(sweep_dir, df, plan, base.compare)  # a sweep over env.python; else None
     print_upgrade(upgrade, console)
     if base.sweep.report:
         console.print(f"dashboard: {write_dashboard(sweep_dir, df, verdict, plan, upgrade)}")

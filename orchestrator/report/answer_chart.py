@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from orchestrator.analysis.answers import Verdict
 from orchestrator.report.figures import Chart, _layout
 
 MAX_LINES = 12  # models drawn; the verdict table has every one
@@ -20,22 +21,22 @@ def _net(saved_ms: float | None, cost: float) -> list[float | None]:
     return [None if saved_ms is None else float(f"{n * saved_ms / 1000 - cost:.4g}") for n in STEPS]
 
 
-def chart(verdict: dict) -> Chart:
+def chart(verdict: Verdict) -> Chart:
     title = "Time saved against run length"
-    drawn = [v for v in verdict["models"] if None not in (v.get("saved_per_step_ms"), v.get("compile_s"))]
+    drawn = [v for v in verdict.models if None not in (v.saved_per_step_ms, v.compile_s)]
     if not drawn:
         return Chart(title, None, "No compiled setting passed with a speedup to draw.")
     fig = go.Figure()
     for v in drawn[:MAX_LINES]:
-        name = f"{v['model']}: {v['setting']}" + (" (untrusted)" if v["outcome"] == "untrusted" else "")
-        cost = v["compile_s"]
-        low, high = v.get("saved_per_step_ci_ms") or [None, None]
+        name = f"{v.model}: {v.setting}" + (" (untrusted)" if v.outcome == "untrusted" else "")
+        cost = v.compile_s
+        low, high = v.saved_per_step_ci_ms
         fig.add_scatter(x=STEPS, y=_net(high, cost), showlegend=False, **EDGE)
         fig.add_scatter(x=STEPS, y=_net(low, cost), fill="tonexty", opacity=0.2,
                         name=f"{name}, 95% CI", **EDGE)  # fmt: skip
-        fig.add_scatter(x=STEPS, y=_net(v["saved_per_step_ms"], cost), mode="lines", name=name)
-        if v.get("payback_steps"):
-            fig.add_scatter(x=[v["payback_steps"]], y=[0], mode="markers", marker=MARK,
+        fig.add_scatter(x=STEPS, y=_net(v.saved_per_step_ms, cost), mode="lines", name=name)
+        if v.payback_steps:
+            fig.add_scatter(x=[v.payback_steps], y=[0], mode="markers", marker=MARK,
                             name=f"{name}: break-even")  # fmt: skip
     fig.add_hline(y=0, line={"color": "#888", "width": 1})
     _layout(fig, xaxis_title="steps (or calls) in the run", yaxis_title="seconds saved net of compile")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from orchestrator.analysis.answers import Upgrade, Verdict
 from orchestrator.report import (
     answer_chart,
     compile_charts,
@@ -105,9 +106,9 @@ def _section(title: str, body: str, note: str = "") -> str:
 def write_dashboard(
     sweep_dir: Path,
     df: pd.DataFrame,
-    verdict: dict,
+    verdict: Verdict,
     plan: dict[str, dict],
-    upgrade: dict | None = None,
+    upgrade: Upgrade | None = None,
     compare: pd.DataFrame | None = None,
 ) -> Path:
     """Write <sweep_dir>/dashboard.html from the results table, the sweep's verdict and plan as its

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 
 import pandas as pd
 
+from orchestrator.analysis.answers import ModelVerdict, Verdict
 from orchestrator.analysis.suite import suite_table
 from orchestrator.report.page import grid, html_table
 from orchestrator.results.present import ci_text, duration
@@ -23,43 +25,43 @@ VERDICT_COLUMNS = [
 ]
 
 
-def answer_words(v: dict) -> str:
+def answer_words(v: ModelVerdict) -> str:
     """A model's answer in a few words: the setting to use, no answer, or eager and why."""
-    if v["outcome"] == "compile":
-        return f"use {v['choice']}"
-    if v["outcome"] == "untrusted":
+    if v.outcome == "compile":
+        return f"use {v.choice}"
+    if v.outcome == "untrusted":
         return "no trustworthy answer"
-    return f"eager ({v['outcome'].replace('_', ' ')})"
+    return f"eager ({v.outcome.replace('_', ' ')})"
 
 
-def verdict_table(verdict: dict) -> pd.DataFrame:
+def verdict_table(verdict: Verdict) -> pd.DataFrame:
     rows = []
-    for v in verdict["models"]:
-        chosen = v["outcome"] == "compile"
+    for v in verdict.models:
+        chosen = v.outcome == "compile"
         rows.append(
             {
-                "model": v["model"],
+                "model": v.model,
                 "verdict": answer_words(v),
-                "net saved": duration(v.get("net_saved_s")) if chosen else "-",
-                "speedup": v.get("speedup"),
-                "95% CI": ci_text(*(v.get("ci") or [None, None])),
-                "compile s": v.get("compile_s"),
-                "pays back after": v.get("payback_steps"),
-                "why": v["why"],
-                "risks": "; ".join(v.get("risks") or []) or "none seen",
-                "failed": ", ".join(v.get("failed") or []) or "-",
+                "net saved": duration(v.net_saved_s) if chosen else "-",
+                "speedup": v.speedup,
+                "95% CI": ci_text(*v.ci),
+                "compile s": v.compile_s,
+                "pays back after": v.payback_steps,
+                "why": v.why,
+                "risks": "; ".join(v.risks) or "none seen",
+                "failed": ", ".join(v.failed) or "-",
             }
         )
     return pd.DataFrame(rows)
 
 
-def answers(verdict: dict) -> str:
+def answers(verdict: Verdict) -> str:
     """The answer per model in a sentence each, at the top of the page: plain text that wraps at any
     width (a phone's included), so a reason not to trust it is read before any figure."""
-    models = verdict["models"]
+    models = verdict.models
     items = "".join(
-        f"<li class='{html.escape(v['outcome'])}'><b>{html.escape(str(v['model']))}</b>: "
-        f"{html.escape(answer_words(v))}. {html.escape(v['why'])}</li>"
+        f"<li class='{html.escape(v.outcome)}'><b>{html.escape(str(v.model))}</b>: "
+        f"{html.escape(answer_words(v))}. {html.escape(v.why)}</li>"
         for v in models[:MAX_ANSWERS]
     )
     more = len(models) - MAX_ANSWERS
@@ -67,11 +69,11 @@ def answers(verdict: dict) -> str:
     return f"<ol id='answers'>{items}</ol>" + (rest if more > 0 else "")
 
 
-def sections(verdict: dict) -> list[tuple[str, str, str]]:
+def sections(verdict: Verdict) -> list[tuple[str, str, str]]:
     """(title, body, note) of the verdict table and the suite summary."""
-    serving = f"{duration(verdict['serve_s'])} of serving (infer) or " if verdict.get("serve_s") else ""
-    run = f"{serving}{verdict['steps']:,} steps, {verdict['cache']} compile"
-    shared = f" Every model: {verdict['shared']}." if verdict.get("shared") else ""
+    serving = f"{duration(verdict.serve_s)} of serving (infer) or " if verdict.serve_s else ""
+    run = f"{serving}{verdict.steps:,} steps, {verdict.cache} compile"
+    shared = f" Every model: {verdict.shared}." if verdict.shared else ""
     table = verdict_table(verdict)
     cols = [(c, c, True) for c in VERDICT_COLUMNS] + [("risks", "risks", True), ("failed", "failed", False)]
     out = [
@@ -86,13 +88,15 @@ def sections(verdict: dict) -> list[tuple[str, str, str]]:
             + shared,
         )
     ]
-    suite = verdict.get("suite")
+    suite = verdict.suite
     if suite:
-        flags = pd.DataFrame(suite["flags"], columns=["model", "setting", "flag"])
+        flags = pd.DataFrame(
+            [dataclasses.asdict(f) for f in suite.flags], columns=["model", "setting", "flag"]
+        )
         body = html_table(suite_table(suite), list(suite_table(suite).columns), "suite")
         body += html_table(flags, list(flags.columns), "suite-flags") if len(flags) else ""
         note = (
-            f"Over {suite['models']} models: the geometric mean of each setting's speedups over the models "
+            f"Over {suite.models} models: the geometric mean of each setting's speedups over the models "
             "where it passed (95% CI from each model's own CI), the pass rate, and flags as on PyTorch's "
             "dashboard: speedup < 0.95, compile > 120 s, memory ratio > 1.1, graph breaks."
         )

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from orchestrator.core.files import json_safe, read_plan, read_result
+from orchestrator.core.files import json_safe, read_result
 from orchestrator.core.numbers import present
 
 # Columns the table adds to the results' own fields.
@@ -30,9 +30,10 @@ def _number(value: Any) -> Any:
     return NON_FINITE.get(value, value) if isinstance(value, str) else value
 
 
-def gather(sweep_dir: Path) -> pd.DataFrame:
-    """All job results of a sweep directory as one table, in the sweep's own order where known."""
-    rank = {job_id: i for i, job_id in enumerate(read_plan(sweep_dir))}
+def gather(sweep_dir: Path, plan: dict[str, Any]) -> pd.DataFrame:
+    """All job results of a sweep directory as one table, in the order of the sweep's `plan` (its
+    jobs by id, as `read_plan` gives them) where known."""
+    rank = {job_id: i for i, job_id in enumerate(plan)}
     job_dirs = sorted((sweep_dir / "jobs").glob("*"), key=lambda d: (rank.get(d.name, len(rank)), d.name))
     rows = []
     for job_dir in job_dirs:

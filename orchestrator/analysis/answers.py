@@ -1,0 +1,193 @@
+"""The sweep's answers, typed both ways: the verdict (`verdict.json`), its suite summary, and the
+upgrade A/B (`upgrade.json`). `to_dict` writes the file; `from_dict` reads one back, an older one
+too (keys it lacks take their defaults, keys no field declares are dropped). docs/results.md
+documents exactly these fields (tests/test_result_fields.py holds the two together).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+NUMBER = float | None
+
+
+def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """The keys of `data` that `cls` declares (an older file may hold others, or lack some)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+@dataclass
+class ModelVerdict:
+    """One model's answer, and the figures of the setting it is about."""
+
+    model: str = ""  # the values that tell it apart from the sweep's other models
+    jobs: int = 0  # its jobs in the sweep
+    failed: list[str] = field(default_factory=list)  # settings that did not pass, with their status
+    choice: str = "eager"  # the setting to use, `eager`, or `no trustworthy answer`
+    outcome: str = "none_passed"  # compile, eager_cost, no_gain, slower, none_passed, untrusted
+    why: str = ""  # the sentence printed
+    setting: str | None = None  # the setting the figures are for: the chosen one, else the best passed
+    job_id: str | None = None  # that setting's job
+    speedup: NUMBER = None  # its speedup
+    ci: list[NUMBER] = field(default_factory=lambda: [None, None])  # the speedup's 95% CI
+    measurable: bool | None = None  # the CI lies above 1
+    steps: NUMBER = None  # steps (or calls) of the declared run
+    run: str | None = None  # the run in words
+    compile_s: NUMBER = None  # compile seconds the run pays
+    compile_kind: str | None = None  # cold, warm, or what stood in for it
+    saved_per_step_ms: NUMBER = None  # eager_ms x (1 - 1/speedup)
+    saved_per_step_ci_ms: list[NUMBER] = field(default_factory=lambda: [None, None])  # at the CI's ends
+    net_saved_s: NUMBER = None  # over the run, net of the compile
+    net_saved_ci_s: list[NUMBER] = field(default_factory=lambda: [None, None])  # at the CI's ends
+    payback_steps: NUMBER = None  # compile seconds over seconds saved per step
+    risks: list[str] = field(default_factory=list)  # what could go wrong with the setting
+    distrust: list[str] = field(default_factory=list)  # why the answer is not trusted ([] when it is)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelVerdict:
+        return cls(**_known(cls, data))
+
+
+@dataclass
+class SuiteSetting:
+    """One compiled setting over the suite's models."""
+
+    setting: str = ""  # the setting in words
+    models: int = 0  # models that ran it
+    passed: int = 0  # models where it passed
+    pass_rate: float = 0.0  # passed over models
+    geomean_speedup: NUMBER = None  # geometric mean over the models where it passed
+    ci: list[NUMBER] = field(default_factory=lambda: [None, None])  # from each model's own CI, in log space
+    compile_s_median: NUMBER = None  # the median compile latency
+    memory_ratio_geomean: NUMBER = None  # compiled over eager peak memory, where measured
+
+
+@dataclass
+class SuiteFlag:
+    """A flag on one job, as PyTorch's performance dashboard raises them."""
+
+    model: str = ""  # the model
+    setting: str = ""  # its setting
+    flag: str = ""  # speedup < 0.95, compile > 120 s, memory ratio > 1.1, graph breaks
+
+
+@dataclass
+class Suite:
+    """The suite summary of a sweep over several models."""
+
+    models: int = 0  # models in the sweep
+    settings: list[SuiteSetting] = field(default_factory=list)  # per compiled setting
+    flags: list[SuiteFlag] = field(default_factory=list)  # on single jobs
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Suite:
+        return cls(
+            models=data.get("models", 0),
+            settings=[SuiteSetting(**_known(SuiteSetting, s)) for s in data.get("settings", [])],
+            flags=[SuiteFlag(**_known(SuiteFlag, f)) for f in data.get("flags", [])],
+        )
+
+
+@dataclass
+class Verdict:
+    """The verdict of a sweep: per model, for the run the user declares (`verdict.json`)."""
+
+    steps: int = 10_000  # the run's steps (verdict.steps)
+    serve_s: NUMBER = None  # or seconds of serving, for inference (verdict.serve_s)
+    cache: str = "cold"  # the compile the run pays: cold or warm (verdict.cache)
+    shared: str = ""  # what every model has in common, said once
+    models: list[ModelVerdict] = field(default_factory=list)  # one answer per model
+    suite: Suite | None = None  # several models only
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Verdict:
+        suite = data.get("suite")
+        return cls(
+            **_known(cls, {k: v for k, v in data.items() if k not in ("models", "suite")}),
+            models=[ModelVerdict.from_dict(m) for m in data.get("models", [])],
+            suite=Suite.from_dict(suite) if suite else None,
+        )
+
+
+@dataclass
+class FigureChange:
+    """One figure of a setting, from the baseline environment to the candidate."""
+
+    baseline: NUMBER = None  # its value in the baseline
+    candidate: NUMBER = None  # in the candidate
+    change: NUMBER = None  # candidate / baseline - 1
+    ci: list[NUMBER] | None = None  # the change's 95% CI, where both jobs kept their repetitions
+    judged: str | None = None  # improvement, regression, unchanged (by the CI, or one figure each)
+
+
+@dataclass
+class UpgradePair:
+    """One setting measured in both environments."""
+
+    model: str = ""  # the model
+    setting: str = ""  # the compile setting
+    status: list[str | None] = field(default_factory=list)  # baseline, candidate
+    parity_ok: list[bool | None] = field(default_factory=list)  # baseline, candidate
+    breaks: bool = False  # passed in the baseline, not in the candidate
+    error: str | None = None  # the candidate's failure, where it did not pass
+    figures: dict[str, FigureChange] = field(default_factory=dict)  # per result column
+    counts: dict[str, list[NUMBER]] = field(default_factory=dict)  # breaks, recompiles, skips: both
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> UpgradePair:
+        figures = {k: FigureChange(**_known(FigureChange, v)) for k, v in data.get("figures", {}).items()}
+        return cls(**{**_known(cls, data), "figures": figures})
+
+
+@dataclass
+class UpgradeWord:
+    """A model's upgrade in one word."""
+
+    model: str = ""  # the model
+    verdict: str = ""  # breaks, slower, faster, no measurable change
+    why: str = ""  # the change that decided it
+
+
+@dataclass
+class Comparison:
+    """The baseline environment against one candidate."""
+
+    baseline: str = ""  # the first environment of the axis
+    candidate: str = ""  # another one
+    pairs: list[UpgradePair] = field(default_factory=list)  # each setting measured in both
+    models: list[UpgradeWord] = field(default_factory=list)  # one word per model
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Comparison:
+        return cls(
+            baseline=data.get("baseline", ""),
+            candidate=data.get("candidate", ""),
+            pairs=[UpgradePair.from_dict(p) for p in data.get("pairs", [])],
+            models=[UpgradeWord(**_known(UpgradeWord, m)) for m in data.get("models", [])],
+        )
+
+
+@dataclass
+class Upgrade:
+    """The upgrade A/B of a sweep over `env.python` (`upgrade.json`)."""
+
+    environments: list[str] = field(default_factory=list)  # the baseline first
+    torch: dict[str, str] = field(default_factory=dict)  # environment -> the torch it measured with
+    comparisons: list[Comparison] = field(default_factory=list)  # one per candidate environment
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Upgrade:
+        return cls(
+            environments=list(data.get("environments", [])),
+            torch=dict(data.get("torch", {})),
+            comparisons=[Comparison.from_dict(c) for c in data.get("comparisons", [])],
+        )

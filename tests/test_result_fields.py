@@ -92,3 +92,62 @@ def test_a_result_reads_back_as_it_was_written_and_old_files_still_read():
         written = back.to_dict()
         assert all(written.get(k) == v for k, v in old.items() if k != "schema_version"), old["job_id"]
     assert any("explain_break_count" in JobResult.from_dict(old).legacy for old in rows), "dropped keys kept"
+
+
+def test_the_answers_doc_sections_are_their_types():
+    """docs/results.md's verdict and upgrade sections document exactly the fields of each type of
+    analysis/answers.py: a table follows the line that names its type in backticks and parentheses."""
+    import dataclasses
+
+    from orchestrator.analysis import answers
+
+    text = DOC.read_text().split("\n## Verdict")[1]
+    documented: dict[str, set[str]] = {}
+    current = None
+    for line in text.splitlines():
+        if m := re.search(r"\(`([A-Z]\w+)`\)", line):
+            current = documented.setdefault(m.group(1), set())
+        elif line.startswith("| `") and current is not None:
+            current |= set(re.findall(r"`([^`]+)`", line.split("|")[1]))
+    types = {
+        name: cls
+        for name, cls in vars(answers).items()
+        if dataclasses.is_dataclass(cls) and cls.__module__ == answers.__name__
+    }
+    assert set(documented) == set(types), "every answer type has its section, and only those"
+    for name, cls in types.items():
+        declared = {f.name for f in dataclasses.fields(cls)}
+        assert documented[name] == declared, (name, documented[name] ^ declared)
+
+
+def test_an_answer_reads_back_as_it_was_written_and_an_old_verdict_still_reads():
+    from orchestrator.analysis.answers import (
+        Comparison,
+        FigureChange,
+        ModelVerdict,
+        Suite,
+        SuiteFlag,
+        SuiteSetting,
+        Upgrade,
+        UpgradePair,
+        UpgradeWord,
+        Verdict,
+    )
+
+    v = Verdict(
+        models=[ModelVerdict(model="m", risks=["r"])],
+        suite=Suite(2, [SuiteSetting("default")], [SuiteFlag("m", "default", "f")]),
+    )
+    assert Verdict.from_dict(v.to_dict()) == v
+    pair = UpgradePair(model="m", figures={"speedup": FigureChange(1.0, 1.1, 0.1, [0.0, 0.2], "unchanged")})
+    u = Upgrade(
+        ["a", "b"],
+        {"a": "2.11", "b": "2.13"},
+        [Comparison("a", "b", [pair], [UpgradeWord("m", "faster", "x")])],
+    )
+    assert Upgrade.from_dict(u.to_dict()) == u
+    # A verdict.json written before the types (no `jobs`, `measurable` or `distrust`; a key since dropped).
+    model = {"model": "m", "choice": "eager", "outcome": "slower", "why": "w", "failed": [], "gone": 1}
+    old = {"steps": 5, "serve_s": None, "cache": "warm", "shared": "", "suite": None, "models": [model]}
+    (m,) = Verdict.from_dict(old).models
+    assert (m.outcome, m.distrust, m.jobs) == ("slower", [], 0) and Verdict.from_dict(old).cache == "warm"

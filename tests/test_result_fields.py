@@ -151,3 +151,52 @@ def test_an_answer_reads_back_as_it_was_written_and_an_old_verdict_still_reads()
     old = {"steps": 5, "serve_s": None, "cache": "warm", "shared": "", "suite": None, "models": [model]}
     (m,) = Verdict.from_dict(old).models
     assert (m.outcome, m.distrust, m.jobs) == ("slower", [], 0) and Verdict.from_dict(old).cache == "warm"
+
+
+READER_PACKAGES = ("analysis", "report", "results", "cli")
+# Keys read in those packages that are spelled like a result field but name something else.
+NOT_RESULT_FIELDS = {
+    ("results/present.py", "axes"): "plan.json's axes of a job",
+    ("cli/commands.py", "axes"): "plan.json's axes of a job",
+    ("cli/commands.py", "label"): "plan.json's and submitted.json's label of a job",
+    ("cli/commands.py", "job_id"): "submitted.json's scheduler job id",
+}
+
+
+def test_readers_name_result_fields_through_the_types():
+    """In the readers, a result field is named `COL.<field>` (checked against the types when read), never
+    as a string subscript or `.get` key; and every `COL.<name>` anywhere in the package is a field."""
+    import ast
+
+    from orchestrator.job.result import FIELDS
+
+    package = ROOT / "orchestrator"
+    spelled, unknown = [], []
+    for path in sorted(package.rglob("*.py")):
+        rel = str(path.relative_to(package))
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "COL"
+            ):
+                if node.attr not in FIELDS:
+                    unknown.append(f"{rel}:{node.lineno} COL.{node.attr}")
+            if not rel.startswith(READER_PACKAGES):
+                continue
+            key = None
+            if isinstance(node, ast.Subscript):
+                key = node.slice
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+                key = node.args[0] if node.func.attr in ("get", "set_index", "groupby") else None
+            elif isinstance(node, ast.Compare) and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops):
+                key = node.left
+            if (
+                isinstance(key, ast.Constant)
+                and key.value in FIELDS
+                and (rel, key.value) not in NOT_RESULT_FIELDS
+            ):
+                spelled.append(f"{rel}:{node.lineno} {key.value!r}")
+    assert not unknown, f"COL names no result field: {unknown}"
+    assert not spelled, f"result fields spelled as strings in readers (use COL.<field>): {spelled}"

@@ -10,20 +10,21 @@ from orchestrator.config.schema import CompareConfig
 from orchestrator.core.numbers import is_false, number
 from orchestrator.core.stats import change_ci
 from orchestrator.core.stats import verdict as stats_verdict
+from orchestrator.job.result import COL
 
 # (column, threshold field, direction): +1 flags a rise, -1 a fall, relative to the baseline.
 # Compile time is gated on the cold figure (a private, empty cache): the one that job order cannot move.
 CHECKS = [
-    ("speedup", "speedup_drop", -1),
-    ("compile_cold_s", "compile_rise", +1),
-    ("compiled_peak_gib", "memory_rise", +1),
-    ("compiled_ms", "step_rise", +1),
+    (COL.speedup, "speedup_drop", -1),
+    (COL.compile_cold_s, "compile_rise", +1),
+    (COL.compiled_peak_gib, "memory_rise", +1),
+    (COL.compiled_ms, "step_rise", +1),
 ]
 # Judged by the CI of the change where both sweeps kept per-repetition timings.
-SAMPLED = ("speedup", "compiled_ms")
+SAMPLED = (COL.speedup, COL.compiled_ms)
 VERDICTS = ("regression", "improvement", "inconclusive")
 # Graph health: any rise is a regression (counts, not noisy timings); `graphs` flags any change.
-COUNT_CHECKS = ["graph_breaks", "cudagraph_skips", "dyn_recompiles"]
+COUNT_CHECKS = [COL.graph_breaks, COL.cudagraph_skips, COL.dyn_recompiles]
 
 
 def _show(v: object) -> str:
@@ -40,10 +41,10 @@ def _show(v: object) -> str:
 
 def samples(timings: dict | None, column: str) -> tuple[list[float], list[int] | None] | None:
     """Per-repetition values behind a column (pair ratios for speedup), with their process ids."""
-    if not timings or not timings.get("compiled_ms"):
+    if not timings or not timings.get(COL.compiled_ms):
         return None
-    if column == "speedup":
-        values = [e / c for e, c in zip(timings["eager_ms"], timings["compiled_ms"], strict=True)]
+    if column == COL.speedup:
+        values = [e / c for e, c in zip(timings[COL.eager_ms], timings[COL.compiled_ms], strict=True)]
     else:
         values = list(timings[column])
     return values, timings.get("process")
@@ -53,9 +54,9 @@ def paired_timings(df: pd.DataFrame) -> dict[str, dict]:
     """Each job's per-repetition timings where they are pairs (sides apart: no pairs, threshold rule)."""
     out = {}
     for _, row in df.iterrows():
-        timings = row.get("timings")
-        if isinstance(timings, dict) and not is_false(row.get("interleaved")):
-            out[row["job_id"]] = timings
+        timings = row.get(COL.timings)
+        if isinstance(timings, dict) and not is_false(row.get(COL.interleaved)):
+            out[row[COL.job_id]] = timings
     return out
 
 
@@ -69,8 +70,8 @@ def compare_tables(
     """One row per finding (a regression, an improvement, an inconclusive change, a missing job).
     Where both sweeps kept their timings, speed is judged by the CI of its change (stats.verdict)."""
     rows = []
-    b = base.set_index("job_id")
-    c = cand.set_index("job_id")
+    b = base.set_index(COL.job_id)
+    c = cand.set_index(COL.job_id)
 
     def add(job_id: str, label: str, check: str, regression: bool, note: str, vb=None, vc=None, change=None):
         verdict = "regression" if regression else note.split(":")[0] if ":" in note else None
@@ -91,33 +92,41 @@ def compare_tables(
     for job_id in sorted(set(b.index) | set(c.index)):
         if job_id not in c.index or job_id not in b.index:
             side = "candidate" if job_id not in c.index else "baseline"
-            label = (b if job_id in b.index else c).loc[job_id].get("label", "")
+            label = (b if job_id in b.index else c).loc[job_id].get(COL.label, "")
             add(job_id, label, "missing", False, f"not in {side}")
             continue
         rb, rc = b.loc[job_id], c.loc[job_id]
-        label = rc.get("label", "")
-        if rb.get("status") == "ok" and rc.get("status") != "ok":
-            add(job_id, label, "status", True, str(rc.get("error"))[:200], rb.get("status"), rc.get("status"))
+        label = rc.get(COL.label, "")
+        if rb.get(COL.status) == "ok" and rc.get(COL.status) != "ok":
+            add(
+                job_id,
+                label,
+                COL.status,
+                True,
+                str(rc.get(COL.error))[:200],
+                rb.get(COL.status),
+                rc.get(COL.status),
+            )
         if (
-            bool(rb.get("parity_ok")) is True
-            and rc.get("parity_ok") is not None
-            and not bool(rc.get("parity_ok"))
+            bool(rb.get(COL.parity_ok)) is True
+            and rc.get(COL.parity_ok) is not None
+            and not bool(rc.get(COL.parity_ok))
         ):
             add(job_id, label, "parity", True, "parity flipped", True, False)
         for column in COUNT_CHECKS:
             vb, vc = number(rb.get(column)), number(rc.get(column))
             if vb is not None and vc is not None and vc > vb:
                 add(job_id, label, column, True, f"rose from {vb:.0f} to {vc:.0f}", vb, vc)
-        gb, gc = number(rb.get("graphs")), number(rc.get("graphs"))
+        gb, gc = number(rb.get(COL.graphs)), number(rc.get(COL.graphs))
         if gb is not None and gc is not None and gb != gc:
-            add(job_id, label, "graphs", True, f"graph count changed from {gb:.0f} to {gc:.0f}", gb, gc)
-        if number(rb.get("compile_cold_s")) is None or number(rc.get("compile_cold_s")) is None:
-            hits_b, hits_c = number(rb.get("compile_cache_hits")), number(rc.get("compile_cache_hits"))
+            add(job_id, label, COL.graphs, True, f"graph count changed from {gb:.0f} to {gc:.0f}", gb, gc)
+        if number(rb.get(COL.compile_cold_s)) is None or number(rc.get(COL.compile_cold_s)) is None:
+            hits_b, hits_c = number(rb.get(COL.compile_cache_hits)), number(rc.get(COL.compile_cache_hits))
             if hits_b is not None and hits_c is not None and (hits_b > 0) != (hits_c > 0):
                 add(
                     job_id,
                     label,
-                    "compile_s",
+                    COL.compile_s,
                     False,
                     "not compared: one compile hit the cache, the other missed",
                 )
@@ -151,7 +160,17 @@ def compare_tables(
                 )
             elif -direction * change > limit:
                 add(job_id, label, column, False, "improvement: beyond the threshold", vb, vc, change)
-    columns = ["job_id", "label", "check", "baseline", "candidate", "change", "regression", "verdict", "note"]
+    columns = [
+        COL.job_id,
+        COL.label,
+        "check",
+        "baseline",
+        "candidate",
+        "change",
+        "regression",
+        "verdict",
+        "note",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 from orchestrator.analysis.answers import Suite, SuiteFlag, SuiteSetting
 from orchestrator.core.numbers import geomean, is_false, number
 from orchestrator.core.stats import geomean_ci
+from orchestrator.job.result import COL
 from orchestrator.results.present import axis_text, ci_text, sig
 
 SLOW_SPEEDUP = 0.95  # PyTorch's dashboard: a compiled model this much slower than eager is flagged
@@ -21,22 +22,22 @@ MEMORY_RATIO = 1.1  # compiled peak over eager peak worth a flag (and a verdict 
 
 def passed_job(row: pd.Series) -> bool:
     """Finished ok, parity not failed, and a speedup to judge."""
-    status_ok = row.get("status") == "ok" and not is_false(row.get("parity_ok"))
-    return status_ok and number(row.get("speedup")) is not None
+    status_ok = row.get(COL.status) == "ok" and not is_false(row.get(COL.parity_ok))
+    return status_ok and number(row.get(COL.speedup)) is not None
 
 
 def setting_text(row: pd.Series, settings: list[str]) -> str:
     """A compile setting in words: its mode, then each other swept setting as key=value."""
-    return " ".join(axis_text(row[c]) if c == "mode" else f"{c}={axis_text(row[c])}" for c in settings)
+    return " ".join(axis_text(row[c]) if c == COL.mode else f"{c}={axis_text(row[c])}" for c in settings)
 
 
 def job_flags(row: pd.Series) -> list[str]:
     """The dashboard-style flags of one compiled job that finished ok."""
     out = []
     speedup, compile_s, ratio = (
-        number(row.get("speedup")),
-        number(row.get("compile_s")),
-        number(row.get("memory_ratio")),
+        number(row.get(COL.speedup)),
+        number(row.get(COL.compile_s)),
+        number(row.get(COL.memory_ratio)),
     )
     if speedup is not None and speedup < SLOW_SPEEDUP:
         out.append(f"speedup {sig(speedup)} < {SLOW_SPEEDUP}")
@@ -44,7 +45,7 @@ def job_flags(row: pd.Series) -> list[str]:
         out.append(f"compile {sig(compile_s)} s > {SLOW_COMPILE_S:.0f} s")
     if ratio is not None and ratio > MEMORY_RATIO:
         out.append(f"memory ratio {sig(ratio)} > {MEMORY_RATIO}")
-    breaks = number(row.get("graph_breaks"))
+    breaks = number(row.get(COL.graph_breaks))
     if breaks:  # within one sweep every break is new; `compare` flags those new against a baseline
         out.append(f"{breaks:.0f} graph break(s)")
     return out
@@ -52,17 +53,19 @@ def job_flags(row: pd.Series) -> list[str]:
 
 def suite_summary(df: pd.DataFrame, settings: list[str]) -> Suite:
     """Per compiled setting over the models (column `_model`): geomean speedup, CI, pass rate; flags."""
-    compiled = df[df["mode"] != "eager"]
+    compiled = df[df[COL.mode] != "eager"]
     names = (
         compiled.apply(lambda r: setting_text(r, settings), axis=1) if len(compiled) else pd.Series(dtype=str)
     )
     rows, flags = [], []
     for setting, part in compiled.groupby(names, sort=False):
         ok = part[pd.Series([passed_job(r) for _, r in part.iterrows()], index=part.index, dtype=bool)]
-        speed = [float(v) for v in ok["speedup"]] if len(ok) else []
+        speed = [float(v) for v in ok[COL.speedup]] if len(ok) else []
         g, low, high = (
             geomean_ci(
-                speed, [number(v) for v in ok["speedup_ci_low"]], [number(v) for v in ok["speedup_ci_high"]]
+                speed,
+                [number(v) for v in ok[COL.speedup_ci_low]],
+                [number(v) for v in ok[COL.speedup_ci_high]],
             )
             if speed
             else (None, None, None)
@@ -75,8 +78,8 @@ def suite_summary(df: pd.DataFrame, settings: list[str]) -> Suite:
                 pass_rate=ok["_model"].nunique() / part["_model"].nunique(),
                 geomean_speedup=g,
                 ci=[low, high],
-                compile_s_median=_median(ok.get("compile_s")),
-                memory_ratio_geomean=geomean(ok["memory_ratio"]) if "memory_ratio" in ok else None,
+                compile_s_median=_median(ok.get(COL.compile_s)),
+                memory_ratio_geomean=geomean(ok[COL.memory_ratio]) if COL.memory_ratio in ok else None,
             )
         )
         for _, r in ok.iterrows():

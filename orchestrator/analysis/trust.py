@@ -17,6 +17,7 @@ import pandas as pd
 
 from orchestrator.config.schema import VerdictConfig
 from orchestrator.core.numbers import is_false, number
+from orchestrator.job.result import COL
 from orchestrator.results.present import ci_text
 
 REMEDIES = {
@@ -30,18 +31,18 @@ def distrust(part: pd.DataFrame, row: pd.Series, vc: VerdictConfig) -> list[tupl
     """(kind, reason) for each reason not to trust this model's answer; [] when it stands.
     `part` holds the model's jobs; `row` is the setting the answer would name."""
     out: list[tuple[str, str]] = []
-    controls = part[(part["mode"] == "eager") & (part["status"] == "ok")]
+    controls = part[(part[COL.mode] == "eager") & (part[COL.status] == "ok")]
     tol = vc.control_tolerance
     for _, c in controls.iterrows():
-        low, high = number(c.get("speedup_ci_low")), number(c.get("speedup_ci_high"))
+        low, high = number(c.get(COL.speedup_ci_low)), number(c.get(COL.speedup_ci_high))
         if low is not None and high is not None and (low > 1 + tol or high < 1 - tol):
-            reads = f"{number(c.get('speedup')):.3g}x [{ci_text(low, high)}]"
+            reads = f"{number(c.get(COL.speedup)):.3g}x [{ci_text(low, high)}]"
             out.append(("control", f"the eager-against-eager control reads {reads}, beyond 1 +/- {tol:.0%}"))
-    busy = [r for _, r in part.iterrows() if is_false(r.get("iso_ok"))]
+    busy = [r for _, r in part.iterrows() if is_false(r.get(COL.iso_ok))]
     if busy:
-        note = busy[0].get("iso_note") or "not alone"
+        note = busy[0].get(COL.iso_note) or "not alone"
         out.append(("isolation", f"{len(busy)} of {len(part)} job(s) not alone when timed ({note})"))
-    speedup, low, high = (number(row.get(k)) for k in ("speedup", "speedup_ci_low", "speedup_ci_high"))
+    speedup, low, high = (number(row.get(k)) for k in (COL.speedup, COL.speedup_ci_low, COL.speedup_ci_high))
     if speedup and low is not None and high is not None and (high - low) / speedup > vc.max_ci_width:
         width = f"{(high - low) / speedup:.0%}"
         out.append(

@@ -25,32 +25,35 @@ from orchestrator.core.files import write_json_atomic
 from orchestrator.core.numbers import number
 from orchestrator.core.stats import change_ci
 from orchestrator.core.stats import verdict as change_verdict
+from orchestrator.job.result import COL
 from orchestrator.results.present import COMPILE_COLUMNS, PLAIN_WIDTH, join_values, model_columns, with_axes
 
 UPGRADE_FILE = "upgrade.json"
 # (result column, its words, the compare threshold that bounds "no change", whether higher is better)
 FIGURES = (
-    ("compiled_ms", "compiled step", "step_rise", False),
-    ("eager_ms", "eager step", "step_rise", False),
-    ("speedup", "speedup", "speedup_drop", True),
-    ("compile_cold_s", "cold compile", "compile_rise", False),
-    ("compiled_peak_gib", "compiled peak memory", "memory_rise", False),
+    (COL.compiled_ms, "compiled step", "step_rise", False),
+    (COL.eager_ms, "eager step", "step_rise", False),
+    (COL.speedup, "speedup", "speedup_drop", True),
+    (COL.compile_cold_s, "cold compile", "compile_rise", False),
+    (COL.compiled_peak_gib, "compiled peak memory", "memory_rise", False),
 )
-STEP_FIGURES = ("compiled_ms", "eager_ms")  # what the model's one word is judged on
+STEP_FIGURES = (COL.compiled_ms, COL.eager_ms)  # what the model's one word is judged on
 COUNTS = (
-    ("graph_breaks", "graph breaks"),
-    ("dyn_recompiles", "recompiles"),
-    ("cudagraph_skips", "CUDA-graph skips"),
+    (COL.graph_breaks, "graph breaks"),
+    (COL.dyn_recompiles, "recompiles"),
+    (COL.cudagraph_skips, "CUDA-graph skips"),
 )
 
 
 def environments(df: pd.DataFrame, plan: dict[str, Any]) -> list[str]:
     """The sweep's environment names, the baseline first (the order of the plan's jobs)."""
-    if "env" not in df or df["env"].dropna().nunique() < 2:
+    if COL.env not in df or df[COL.env].dropna().nunique() < 2:
         return []
     order = {jid: i for i, jid in enumerate(plan)}
-    ranked = df.assign(_order=df["job_id"].map(order).fillna(len(order))).sort_values("_order", kind="stable")
-    return list(dict.fromkeys(ranked["env"].dropna()))
+    ranked = df.assign(_order=df[COL.job_id].map(order).fillna(len(order))).sort_values(
+        "_order", kind="stable"
+    )
+    return list(dict.fromkeys(ranked[COL.env].dropna()))
 
 
 def _pair_key(config: Any) -> str | None:
@@ -62,12 +65,12 @@ def _pair_key(config: Any) -> str | None:
 
 def torch_version(rows: pd.DataFrame) -> str:
     """The torch an environment's jobs measured with (their result's env_torch)."""
-    known = rows["env_torch"].dropna() if "env_torch" in rows else pd.Series(dtype=object)
+    known = rows[COL.env_torch].dropna() if COL.env_torch in rows else pd.Series(dtype=object)
     return str(known.iloc[0]) if len(known) else "?"
 
 
 def passed(row: pd.Series) -> bool:
-    return row.get("status") == "ok" and row.get("parity_ok") is not False
+    return row.get(COL.status) == "ok" and row.get(COL.parity_ok) is not False
 
 
 def _figure(
@@ -79,8 +82,8 @@ def _figure(
     if vb is None or vc is None or vb == 0:
         return out
     # Only the step times and the speedup have repetitions behind them; the rest is one figure a job.
-    repeated = column in ("speedup", *STEP_FIGURES)
-    sb, sc = (samples(timings.get(r["job_id"]), column) if repeated else None for r in (base, cand))
+    repeated = column in (COL.speedup, *STEP_FIGURES)
+    sb, sc = (samples(timings.get(r[COL.job_id]), column) if repeated else None for r in (base, cand))
     if sb and sc:
         change, low, high = change_ci(sb[0], sc[0], sb[1], sc[1])
         judged = change_verdict(low, high, limit, higher_better)
@@ -94,9 +97,9 @@ def _figure(
 def pairs(df: pd.DataFrame, base_env: str, cand_env: str, th: CompareConfig) -> list[UpgradePair]:
     """Each setting measured in both environments: the change of every figure, counts and status."""
     timings = paired_timings(df)
-    keyed = df.assign(_pair=df["config"].map(_pair_key))
-    base = keyed[keyed["env"] == base_env].set_index("_pair")
-    cand = keyed[keyed["env"] == cand_env].set_index("_pair")
+    keyed = df.assign(_pair=df[COL.config].map(_pair_key))
+    base = keyed[keyed[COL.env] == base_env].set_index("_pair")
+    cand = keyed[keyed[COL.env] == cand_env].set_index("_pair")
     out = []
     for key in base.index.intersection(cand.index):
         b, c = base.loc[key], cand.loc[key]
@@ -104,10 +107,10 @@ def pairs(df: pd.DataFrame, base_env: str, cand_env: str, th: CompareConfig) -> 
             UpgradePair(
                 model=c["_model"],
                 setting=c["_setting"],
-                status=[b.get("status"), c.get("status")],
-                parity_ok=[b.get("parity_ok"), c.get("parity_ok")],
+                status=[b.get(COL.status), c.get(COL.status)],
+                parity_ok=[b.get(COL.parity_ok), c.get(COL.parity_ok)],
                 breaks=passed(b) and not passed(c),
-                error=None if passed(c) else str(c.get("error") or "parity failed")[:300],
+                error=None if passed(c) else str(c.get(COL.error) or "parity failed")[:300],
                 figures={
                     col: _figure(b, c, col, getattr(th, lim), hb, timings) for col, _, lim, hb in FIGURES
                 },
@@ -143,10 +146,10 @@ def compute(df: pd.DataFrame, plan: dict[str, Any], th: CompareConfig) -> Upgrad
     if not envs:
         return None
     df, swept = with_axes(df, plan)
-    models = [c for c in model_columns(df, swept) if c != "env"]
-    settings = [c for c in COMPILE_COLUMNS if c in df and (c in swept or c == "mode")]
+    models = [c for c in model_columns(df, swept) if c != COL.env]
+    settings = [c for c in COMPILE_COLUMNS if c in df and (c in swept or c == COL.mode)]
     df = df.assign(_model=join_values(df, models), _setting=join_values(df, settings))
-    versions = {env: torch_version(df[df["env"] == env]) for env in envs}
+    versions = {env: torch_version(df[df[COL.env] == env]) for env in envs}
     comparisons = []
     for cand_env in envs[1:]:
         found = pairs(df, envs[0], cand_env, th)

@@ -21,6 +21,7 @@ from orchestrator.analysis.trust import distrust, remedy
 from orchestrator.config.schema import VerdictConfig
 from orchestrator.core.files import write_json_atomic
 from orchestrator.core.numbers import is_false, number, payback_steps, saved_per_step_s
+from orchestrator.job.result import COL
 from orchestrator.results.present import (
     PLAIN_WIDTH,
     axis_text,
@@ -39,8 +40,8 @@ THIN_MARGIN = 0.5  # a parity error past this fraction of its limit is a thin ma
 
 def run_length(row: pd.Series, vc: VerdictConfig) -> tuple[float, str]:
     """Steps of the declared run for this job, and the words for it."""
-    eager_ms = number(row.get("eager_ms"))
-    if vc.serve_s is not None and row.get("task") == "infer" and eager_ms:
+    eager_ms = number(row.get(COL.eager_ms))
+    if vc.serve_s is not None and row.get(COL.task) == "infer" and eager_ms:
         calls = vc.serve_s / (eager_ms / 1000)  # what eager serves in that time at full load
         return calls, f"{duration(vc.serve_s)} of serving ({_sig(calls)} calls)"
     return float(vc.steps), f"{vc.steps:,} steps"
@@ -48,12 +49,12 @@ def run_length(row: pd.Series, vc: VerdictConfig) -> tuple[float, str]:
 
 def compile_cost(row: pd.Series, cache: str) -> tuple[float, str]:
     """Seconds of compiling the run pays (recompiles over the shape schedule included), and which."""
-    recompile = number(row.get("dyn_compile_s")) or 0.0
-    first = number(row.get("compile_s")) or 0.0
+    recompile = number(row.get(COL.dyn_compile_s)) or 0.0
+    first = number(row.get(COL.compile_s)) or 0.0
     if cache == "warm":
-        warm = number(row.get("compile_warm_s"))
+        warm = number(row.get(COL.compile_warm_s))
         return (warm, "warm") if warm is not None else (first, "compile_s: no warm probe")
-    cold = number(row.get("compile_cold_s"))
+    cold = number(row.get(COL.compile_cold_s))
     return (cold + recompile, "cold") if cold is not None else (first + recompile, "compile_s: shared cache")
 
 
@@ -61,8 +62,8 @@ def assess(row: pd.Series, vc: VerdictConfig) -> ModelVerdict:
     """A passed compiled job's figures for the run: net seconds saved (point and CI), payback steps."""
     steps, run = run_length(row, vc)
     cost, cost_kind = compile_cost(row, vc.cache)
-    eager_ms = row.get("eager_ms")
-    speedup, low, high = (number(row.get(k)) for k in ("speedup", "speedup_ci_low", "speedup_ci_high"))
+    eager_ms = row.get(COL.eager_ms)
+    speedup, low, high = (number(row.get(k)) for k in (COL.speedup, COL.speedup_ci_low, COL.speedup_ci_high))
 
     def net(s: float | None) -> float | None:  # seconds saved over the run at speedup s, net of the cost
         saved = saved_per_step_s(eager_ms, s)
@@ -96,62 +97,62 @@ def _listed(row: pd.Series, key: str) -> list:
 def parity_margin(row: pd.Series) -> tuple[float | None, float | None, str]:
     """The parity error and limit of the rule that passed the job: within the tolerance of eager, or
     the fp64 rule (a job passed by one rule is not judged against the other's limit)."""
-    if row.get("parity_rule") == "within tol of eager":
-        return number(row.get("parity_vs_eager")), number(row.get("parity_tol")), "tolerance of eager"
+    if row.get(COL.parity_rule) == "within tol of eager":
+        return number(row.get(COL.parity_vs_eager)), number(row.get(COL.parity_tol)), "tolerance of eager"
     return (
-        number(row.get("parity_err")),
-        number(row.get("parity_limit")),
-        str(row.get("parity_rule") or "limit"),
+        number(row.get(COL.parity_err)),
+        number(row.get(COL.parity_limit)),
+        str(row.get(COL.parity_rule) or "limit"),
     )
 
 
 def risks(row: pd.Series) -> list[str]:
     """What could go wrong with this setting, in a few words each."""
     out = []
-    if (number(row.get("graph_breaks")) or 0) > 0:
+    if (number(row.get(COL.graph_breaks)) or 0) > 0:
         lines = (
-            str(b.get("reason") or "no reason given").splitlines() for b in _listed(row, "break_reasons")
+            str(b.get("reason") or "no reason given").splitlines() for b in _listed(row, COL.break_reasons)
         )
         reasons = Counter(text[0][:60] for text in lines if text)
         top = f" (top: {reasons.most_common(1)[0][0]})" if reasons else ""
-        fraction = number(row.get("compiled_fraction"))
+        fraction = number(row.get(COL.compiled_fraction))
         eager = (
             f" leaving {1 - fraction:.0%} of the forward eager"
             if fraction is not None and fraction < 0.95
             else ""
         )
-        out.append(f"{row['graph_breaks']:.0f} graph break(s){eager}{top}")
-    if (number(row.get("dyn_recompiles")) or 0) > 0:
+        out.append(f"{row[COL.graph_breaks]:.0f} graph break(s){eager}{top}")
+    if (number(row.get(COL.dyn_recompiles)) or 0) > 0:
         out.append(
-            f"{row['dyn_recompiles']:.0f} recompile(s) over the "
-            f"{number(row.get('dyn_shapes')) or 0:.0f}-shape "
-            f"schedule (+{duration(number(row.get('dyn_compile_s')))})"
+            f"{row[COL.dyn_recompiles]:.0f} recompile(s) over the "
+            f"{number(row.get(COL.dyn_shapes)) or 0:.0f}-shape "
+            f"schedule (+{duration(number(row.get(COL.dyn_compile_s)))})"
         )
-    if (number(row.get("cudagraph_skips")) or 0) > 0:
-        why = (_listed(row, "cudagraph_skip_reasons") or ["no reason recorded"])[0][:60]
-        out.append(f"CUDA graphs skipped {row['cudagraph_skips']:.0f}x ({why})")
-    ratio = number(row.get("memory_ratio"))
+    if (number(row.get(COL.cudagraph_skips)) or 0) > 0:
+        why = (_listed(row, COL.cudagraph_skip_reasons) or ["no reason recorded"])[0][:60]
+        out.append(f"CUDA graphs skipped {row[COL.cudagraph_skips]:.0f}x ({why})")
+    ratio = number(row.get(COL.memory_ratio))
     if ratio is not None and ratio > MEMORY_RATIO:
-        out.append(f"memory up {ratio:.2f}x ({_sig(number(row.get('compiled_peak_gib')))} GiB)")
+        out.append(f"memory up {ratio:.2f}x ({_sig(number(row.get(COL.compiled_peak_gib)))} GiB)")
     err, limit, rule = parity_margin(row)
     if err is not None and limit and err / limit > THIN_MARGIN:
         out.append(f"parity margin thin: error {err / limit:.0%} of its limit ({rule})")
-    if is_false(row.get("conv_ok")):
+    if is_false(row.get(COL.conv_ok)):
         out.append(
-            f"convergence drift: loss off by up to {_sig(number(row.get('conv_divergence')))} "
-            f"(eager vs eager {_sig(number(row.get('conv_baseline_divergence')))})"
+            f"convergence drift: loss off by up to {_sig(number(row.get(COL.conv_divergence)))} "
+            f"(eager vs eager {_sig(number(row.get(COL.conv_baseline_divergence)))})"
         )
     return out
 
 
 def decide(part: pd.DataFrame, settings: list[str], vc: VerdictConfig) -> ModelVerdict:
     """One model's verdict from its jobs (its name is set by the caller)."""
-    compiled = part[part["mode"] != "eager"]
+    compiled = part[part[COL.mode] != "eager"]
     passed = compiled[
         pd.Series([passed_job(r) for _, r in compiled.iterrows()], index=compiled.index, dtype=bool)
     ]
     failed = [
-        f"{setting_text(r, settings)} ({r['status']})" for _, r in compiled.drop(passed.index).iterrows()
+        f"{setting_text(r, settings)} ({r[COL.status]})" for _, r in compiled.drop(passed.index).iterrows()
     ]
     if passed.empty:
         why = f"no compiled setting passed: {', '.join(failed)}" if len(compiled) else (
@@ -191,7 +192,7 @@ def decide(part: pd.DataFrame, settings: list[str], vc: VerdictConfig) -> ModelV
         )
     return dataclasses.replace(
         f, jobs=len(part), failed=failed, choice=choice, outcome=outcome, why=why, setting=setting,
-        job_id=row["job_id"], risks=risks(row), distrust=[r for _, r in reasons],
+        job_id=row[COL.job_id], risks=risks(row), distrust=[r for _, r in reasons],
     )  # fmt: skip
 
 
@@ -201,7 +202,7 @@ def compute(df: pd.DataFrame, plan: dict[str, Any], vc: VerdictConfig) -> Verdic
     df, swept = with_axes(df, plan)
     df = in_mode_order(df)
     models = model_columns(df, swept)
-    settings = ["mode"] + [c for c in swept if c != "mode" and c not in models]
+    settings = [COL.mode] + [c for c in swept if c != COL.mode and c not in models]
     # A model is named by what tells it apart; what all models share is said once (`shared`).
     varying = [c for c in models if df[c].map(axis_text).nunique() > 1]
     names = join_values(df, varying or models)

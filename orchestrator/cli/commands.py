@@ -20,6 +20,7 @@ from orchestrator.config.schema import Config
 from orchestrator.config.spec import JobSpec, to_job_config
 from orchestrator.core.failures import ConfigError, failure_lines, failure_message, from_scheduler_state
 from orchestrator.core.files import RESULT_FILE, read_plan, read_result, write_json_atomic
+from orchestrator.job.result import COL
 from orchestrator.launch.diagnosis import failure_result
 from orchestrator.launch.launchers import launcher_class
 from orchestrator.launch.ledger import read_ledger
@@ -58,7 +59,7 @@ def status(args: list[str]) -> int:
     for job_id in sorted(set(plan) | set(submitted["jobs"])):
         result = read_result(sweep_dir / "jobs" / job_id)
         if result is not None:
-            state = result["status"]
+            state = result[COL.status]
         elif job_id in submitted["jobs"]:
             state = launcher.scheduler_state(sweep_dir, submitted["jobs"][job_id]["job_id"])
         else:
@@ -159,7 +160,7 @@ def compare(args: list[str]) -> int:
     thresholds = _base_config(cand_dir, overrides).compare
     cand_plan = read_plan(cand_dir)
     base, cand = gather_table(base_dir, read_plan(base_dir)), gather_table(cand_dir, cand_plan)
-    common = set(base.get("job_id", [])) & set(cand.get("job_id", []))
+    common = set(base.get(COL.job_id, [])) & set(cand.get(COL.job_id, []))
     if not common:
         raise ConfigError(
             f"compare: {base_dir} and {cand_dir} have no job in common (jobs match by config); "
@@ -182,7 +183,7 @@ def compare(args: list[str]) -> int:
             table.add_row(*cells, style="red" if regression else None)
         console.print(table)
     n = int(findings["regression"].sum()) if len(findings) else 0
-    changed = set(findings["job_id"]) if len(findings) else set()
+    changed = set(findings[COL.job_id]) if len(findings) else set()
     console.print(f"{len(common - changed)} of {len(common)} matched job(s) unchanged")
     console.print(f"[red]{n} regression(s)[/red]" if n else "[green]no regressions[/green]")
     return 1 if n else 0

@@ -22,6 +22,7 @@ from orchestrator.config.plan import Plan, build_plan
 from orchestrator.config.schema import Config
 from orchestrator.core.failures import ConfigError
 from orchestrator.core.files import PLAN_FILE, read_result, write_json_atomic
+from orchestrator.job.result import COL
 from orchestrator.job.tracking import log_sweep
 from orchestrator.launch.checks import check_plan, check_sweep_dir
 from orchestrator.launch.launchers import launcher_class
@@ -62,7 +63,7 @@ def print_plan(plan: Plan, console: Console) -> None:
     console.print(f"sweep [bold]{plan.name}[/bold]: {len(plan.jobs)} job(s) in {plan.sweep_dir}")
     for job in plan.jobs:
         done = read_result(job.job_dir)
-        state = f" (finished: {done['status']})" if done else ""
+        state = f" (finished: {done[COL.status]})" if done else ""
         console.print(f"  {job.job_id}  {job.label}{state}")
 
 
@@ -125,7 +126,7 @@ def _run(plan: Plan, console: Console, started: float) -> int:
         job.job_dir.mkdir(parents=True, exist_ok=True)
         (job.job_dir / "config.yaml").write_text(OmegaConf.to_yaml(job.config))
         done = read_result(job.job_dir)
-        if done is None or (base.sweep.rerun_failed and done["status"] != "ok"):
+        if done is None or (base.sweep.rerun_failed and done[COL.status] != "ok"):
             todo.append(job)
     skipped = len(plan.jobs) - len(todo)
     console.print(
@@ -156,7 +157,7 @@ def finish(
     `started`: when this sweep was planned (its time spent is printed for the jobs it ran)."""
     df = gather(sweep_dir, plan)
     if wanted is not None and not df.empty:
-        df = df[df["job_id"].isin(wanted)]
+        df = df[df[COL.job_id].isin(wanted)]
     if df.empty:
         console.print("no results")
         return 1
@@ -174,7 +175,7 @@ def finish(
     if base.logger.mode != "disabled":
         log_sweep(sweep_dir, base.sweep.name, df, base.logger.mode, base.logger.project, base.logger.entity)
         console.print(f"wandb ({base.logger.mode}): {sweep_dir / 'wandb'}")
-    failed = int((df["status"] != "ok").sum())
+    failed = int((df[COL.status] != "ok").sum())
     if failed:
         console.print(f"[red]{failed} of {len(df)} job(s) failed[/red]")
     (sweep_dir / "summary.json").write_text(json.dumps({"jobs": len(df), "failed": failed}))

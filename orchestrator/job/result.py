@@ -565,6 +565,20 @@ def result_fields() -> list[ResultField]:
 FIELDS: dict[str, ResultField] = {rf.key: rf for rf in result_fields()}
 
 
+class Columns:
+    """The result's field names, for readers of a result row or a results table: `COL.speedup` is
+    "speedup"; a name no field declares raises AttributeError where it is read (not an empty column
+    later). Readers name fields through it rather than spelling them out (a test holds them to it)."""
+
+    def __getattr__(self, name: str) -> str:
+        if name in FIELDS:
+            return name
+        raise AttributeError(f"no result field {name!r} (orchestrator/job/result.py)")
+
+
+COL = Columns()
+
+
 def keys_of(role: str) -> tuple[str, ...]:
     """The settings fields of a role (`model`, `compile`), in declaration order."""
     return tuple(rf.key for rf in FIELDS.values() if rf.role == role)

@@ -20,6 +20,7 @@ from orchestrator.config.schema import Config
 from orchestrator.config.spec import JobSpec
 from orchestrator.core.failures import failure_lines, failure_message
 from orchestrator.core.files import RESULT_FILE, read_result, write_json_atomic
+from orchestrator.job.result import COL
 from orchestrator.launch.diagnosis import Attempt, diagnose, failure_result
 from orchestrator.launch.launchers import make_launcher
 from orchestrator.launch.ledger import read_ledger, record_submitted
@@ -126,10 +127,10 @@ class Runner:
         result = read_result(spec.job_dir)
         if result is None:
             result = self._write_failure(attempt, *diagnose(attempt, self.launcher.state(attempt)))
-        ok = result["status"] == "ok"
+        ok = result[COL.status] == "ok"
         self.counts["done" if ok else "failed"] += 1
-        mark = "[green]ok[/green]" if ok else f"[red]{result['status']}[/red]"
-        figure = f" speedup {result['speedup']:.3f}" if ok and result.get("speedup") else ""
+        mark = "[green]ok[/green]" if ok else f"[red]{result[COL.status]}[/red]"
+        figure = f" speedup {result[COL.speedup]:.3f}" if ok and result.get(COL.speedup) else ""
         if ok:
             self.console.print(f"{mark} {spec.job_id} {spec.label}{figure}")
         else:  # the message, then where it failed and the file with the whole traceback
@@ -137,7 +138,7 @@ class Runner:
             for line in failure_lines(result):
                 self.console.print(line, markup=False, highlight=False, soft_wrap=True)
         retry = self.base.retry
-        if not ok and result["status"] in retry.on and self.attempts_made[spec.job_id] <= retry.max_retries:
+        if not ok and result[COL.status] in retry.on and self.attempts_made[spec.job_id] <= retry.max_retries:
             self.counts["failed"] -= 1
             (spec.job_dir / RESULT_FILE).unlink(missing_ok=True)
             self.console.print(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
+from orchestrator.job.result import COL
 from orchestrator.job.result import COMPILE_PHASES as PHASES
 from orchestrator.report.figures import Chart, _layout, _per_job, _values
 from orchestrator.results.time_spent import PHASE_COLUMNS, phase_name
@@ -19,16 +20,16 @@ PHASE_NAMES = {
     "backward": "backward graph (AOT part)",
 }
 KINDS = (
-    ("compile_cold_s", "cold: own empty cache"),
-    ("compile_warm_s", "warm: restart, same node"),
-    ("compile_portable_s", "portable: artifacts, new node"),
+    (COL.compile_cold_s, "cold: own empty cache"),
+    (COL.compile_warm_s, "warm: restart, same node"),
+    (COL.compile_portable_s, "portable: artifacts, new node"),
 )
 
 
 def _bars(rows: pd.DataFrame, series: list[tuple[str, str]], barmode: str) -> go.Figure:
     """One bar per job and series (column, name), in seconds."""
     fig = go.Figure()
-    labels = _values(rows["label"])
+    labels = _values(rows[COL.label])
     for column, name in series:
         fig.add_bar(x=labels, y=_values(rows[column]), name=name)
     return _layout(fig, labels, barmode=barmode, yaxis_title="seconds")
@@ -70,10 +71,10 @@ def wall_chart(df: pd.DataFrame) -> Chart:
     """Each job's wall time by phase: the compile and the timing against everything around them."""
     title = "Wall time of each job, by phase"
     columns = [c for c in PHASE_COLUMNS if c in df and df[c].fillna(0).gt(0).any()]
-    rows = df[df["job_wall_s"].notna()] if "job_wall_s" in df else df.iloc[0:0]
+    rows = df[df[COL.job_wall_s].notna()] if COL.job_wall_s in df else df.iloc[0:0]
     if rows.empty or not columns:
         return Chart(title, None, "No job recorded its wall time by phase (results from before it was kept).")
-    rows, capped = _per_job(rows, "job_wall_s", "with the longest wall")
+    rows, capped = _per_job(rows, COL.job_wall_s, "with the longest wall")
     fig = _bars(rows, [(c, phase_name(c)) for c in columns], "stack")
     note = (
         "One bar per job, from the worker's start to its exit (job_wall_s): first calls hold the cold "

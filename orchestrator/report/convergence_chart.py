@@ -6,14 +6,15 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
+from orchestrator.job.result import COL
 from orchestrator.report.figures import Chart, _layout
 
 MAX_JOBS = 12  # jobs drawn (three lines each); every job's curves are in its result.json
 
 
 def _curves(df: pd.DataFrame) -> list[tuple[str, pd.Series]]:
-    checked = df[df["conv_steps"].notna()] if "conv_steps" in df else df.iloc[0:0]
-    return [(str(row["job_label"]), row) for _, row in checked.iterrows() if row.get("conv_eager_loss")]
+    checked = df[df[COL.conv_steps].notna()] if COL.conv_steps in df else df.iloc[0:0]
+    return [(str(row["job_label"]), row) for _, row in checked.iterrows() if row.get(COL.conv_eager_loss)]
 
 
 def _divergence(curve: list[float], ref: list[float]) -> list[float | None]:
@@ -29,18 +30,18 @@ def charts(df: pd.DataFrame) -> list[Chart]:
     capped = f" Showing {MAX_JOBS} of {len(jobs)} jobs." if len(jobs) > MAX_JOBS else ""
     loss, drift = go.Figure(), go.Figure()
     for label, r in jobs[:MAX_JOBS]:
-        steps = list(range(1, len(r["conv_eager_loss"]) + 1))
+        steps = list(range(1, len(r[COL.conv_eager_loss]) + 1))
         for key, name, dash in (
-            ("conv_eager_loss", "eager", "solid"),
-            ("conv_compiled_loss", "compiled", "dash"),
-            ("conv_reference_loss", "eager, batch reversed", "dot"),
+            (COL.conv_eager_loss, "eager", "solid"),
+            (COL.conv_compiled_loss, "compiled", "dash"),
+            (COL.conv_reference_loss, "eager, batch reversed", "dot"),
         ):
             loss.add_scatter(x=steps, y=r[key], mode="lines", name=f"{label}: {name}", line={"dash": dash})
         for key, name in (
-            ("conv_compiled_loss", "compiled"),
-            ("conv_reference_loss", "eager, batch reversed"),
+            (COL.conv_compiled_loss, "compiled"),
+            (COL.conv_reference_loss, "eager, batch reversed"),
         ):
-            y = _divergence(r[key], r["conv_eager_loss"])
+            y = _divergence(r[key], r[COL.conv_eager_loss])
             drift.add_scatter(x=steps, y=y, mode="lines", name=f"{label}: {name} vs eager")
     _layout(loss, xaxis_title="step", yaxis_title="training loss")
     _layout(drift, xaxis_title="step", yaxis_title="|loss - eager loss| / eager loss", yaxis_type="log")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from orchestrator.analysis.answers import Upgrade, Verdict
+from orchestrator.job.result import COL
 from orchestrator.report import (
     answer_chart,
     compile_charts,
@@ -29,28 +30,30 @@ from orchestrator.results.text import isolation_flag
 
 DASHBOARD_FILE = "dashboard.html"
 MAX_REASONS = 200  # graph-break reasons listed (the first ones, in table order)
-COARSE_AXES = ("size", "dtype", "task", "strategy", "workload")
+COARSE_AXES = (COL.size, COL.dtype, COL.task, COL.strategy, COL.workload)
 
 
 def _unique(df: pd.DataFrame, column: str, by: list[str]) -> None:
     """One mark per job, whatever the labels: a label shared by two jobs gets their job ids."""
     dup = df.duplicated([column, *by], keep=False)
-    df.loc[dup, column] = df.loc[dup, column] + " #" + df.loc[dup, "job_id"].str[:6]
+    df.loc[dup, column] = df.loc[dup, column] + " #" + df.loc[dup, COL.job_id].str[:6]
 
 
 def prepare(df: pd.DataFrame, sweep_dir: Path, plan: dict[str, dict]) -> tuple[pd.DataFrame, list[str]]:
     """The table with the labels the page uses, in page order: models as planned, modes canonical."""
-    df, swept = with_axes(df.assign(label=df["label"] if "label" in df else df["job_id"]), plan)
-    x_axes = [c for c in swept if c != "mode"]
-    model = [c for c in ("workload", "size") if c in df]
+    df, swept = with_axes(df.assign(label=df[COL.label] if COL.label in df else df[COL.job_id]), plan)
+    x_axes = [c for c in swept if c != COL.mode]
+    model = [c for c in (COL.workload, COL.size) if c in df]
     df["x_label"] = join_values(df, x_axes or model, " · ")
-    df["job_label"] = join_values(df, swept, " · ") if swept else df["mode"]
-    low, high = (df.get(c, pd.Series(None, index=df.index)) for c in ("speedup_ci_low", "speedup_ci_high"))
+    df["job_label"] = join_values(df, swept, " · ") if swept else df[COL.mode]
+    low, high = (
+        df.get(c, pd.Series(None, index=df.index)) for c in (COL.speedup_ci_low, COL.speedup_ci_high)
+    )
     df["ci"] = [ci_text(lo, hi) for lo, hi in zip(low, high, strict=True)]
-    flags = [isolation_flag(v) for v in df.get("iso_ok", pd.Series(None, index=df.index))]
+    flags = [isolation_flag(v) for v in df.get(COL.iso_ok, pd.Series(None, index=df.index))]
     if any(flags):  # the column appears where some job was not alone on its device
         df["isolation"] = flags
-    _unique(df, "x_label", ["mode"])
+    _unique(df, "x_label", [COL.mode])
     _unique(df, "job_label", [])
     return links(in_mode_order(df, df["x_label"]), sweep_dir), swept
 
@@ -58,7 +61,7 @@ def prepare(df: pd.DataFrame, sweep_dir: Path, plan: dict[str, dict]) -> tuple[p
 def _coarse(df: pd.DataFrame, swept: list[str]) -> list[str]:
     """The swept axes that an aggregated speedup chart can group by and still fit MAX_BARS bars."""
     out: list[str] = []
-    modes = max(1, df["mode"].nunique())
+    modes = max(1, df[COL.mode].nunique())
     for c in COARSE_AXES:
         if c in swept and len(df[[*out, c]].astype(str).drop_duplicates()) * modes <= figures.MAX_BARS:
             out.append(c)
@@ -66,18 +69,18 @@ def _coarse(df: pd.DataFrame, swept: list[str]) -> list[str]:
 
 
 def charts(df: pd.DataFrame, swept: list[str]) -> list[figures.Chart]:
-    ok = df[df["status"] == "ok"]
+    ok = df[df[COL.status] == "ok"]
     axes_title = " · ".join(swept) or "job"
     return [
-        figures.speedup_chart(ok, [c for c in swept if c != "mode"], _coarse(ok, swept)),
+        figures.speedup_chart(ok, [c for c in swept if c != COL.mode], _coarse(ok, swept)),
         figures.compile_chart(ok),
         compile_charts.phase_chart(ok),
         compile_charts.cache_kinds_chart(ok),
         compile_charts.wall_chart(df),
         figures.memory_chart(ok, axes_title),
-        figures.count_chart(df, "graph_breaks", "Graph breaks", "graph breaks", axes_title),
+        figures.count_chart(df, COL.graph_breaks, "Graph breaks", "graph breaks", axes_title),
         figures.count_chart(
-            df, "dyn_recompiles", "Recompiles over the shape schedule", "recompiles", axes_title
+            df, COL.dyn_recompiles, "Recompiles over the shape schedule", "recompiles", axes_title
         ),
         figures.parity_chart(df, axes_title),
         why_charts.scope_chart(ok),
@@ -88,10 +91,10 @@ def charts(df: pd.DataFrame, swept: list[str]) -> list[figures.Chart]:
 
 def _reasons(df: pd.DataFrame) -> pd.DataFrame:
     """Graph-break reasons with their places, of the jobs that broke (in table order)."""
-    broke = df[df["graph_breaks"].fillna(0) > 0] if "graph_breaks" in df else df.iloc[0:0]
+    broke = df[df[COL.graph_breaks].fillna(0) > 0] if COL.graph_breaks in df else df.iloc[0:0]
     out = []
     for _, row in broke.iterrows():
-        listed = row.get("break_reasons")
+        listed = row.get(COL.break_reasons)
         for br in listed if isinstance(listed, list) else []:
             out.append((row["job_label"], br.get("reason", ""), br.get("where") or ""))
     return pd.DataFrame(out[:MAX_REASONS], columns=["job", "reason", "where"])
@@ -145,7 +148,7 @@ def write_dashboard(
     sections.append(
         _section(
             "All jobs",
-            grid("results", df, results_columns([c for c in swept if c != "mode"]), hash_key="filter"),
+            grid("results", df, results_columns([c for c in swept if c != COL.mode]), hash_key="filter"),
             "Click a header to sort; 'all columns' shows every figure. Filter by words or column=value "
             "(e.g. mode=default); a link to this page can carry one: dashboard.html#filter=mode=default.",
         )
@@ -161,12 +164,12 @@ def write_dashboard(
         sections.append(
             _section("Graph-break reasons", html_table(reasons, list(reasons.columns), "reasons"))
         )
-    failed = df[df["status"] != "ok"]
+    failed = df[df[COL.status] != "ok"]
     fail_cols = [
-        ("label", "label", True),
-        ("status", "status", True),
-        ("error", "error", True),
-        ("error_where", "where", True),
+        (COL.label, "label", True),
+        (COL.status, "status", True),
+        (COL.error, "error", True),
+        (COL.error_where, "where", True),
         ("log", "traceback", True),
     ]
     sections.append(
@@ -186,8 +189,8 @@ def write_dashboard(
 
 
 def _write(sweep_dir: Path, df: pd.DataFrame, sections: list[str]) -> Path:
-    name = html.escape(str(df["sweep"].iloc[0]) if "sweep" in df and len(df) else sweep_dir.name)
-    counts = df["status"].value_counts()
+    name = html.escape(str(df[COL.sweep].iloc[0]) if COL.sweep in df and len(df) else sweep_dir.name)
+    counts = df[COL.status].value_counts()
     status = ", ".join(f"{n} {s}" for s, n in counts.items())
     where = html.escape(str(sweep_dir))
     page = f"""<!doctype html>

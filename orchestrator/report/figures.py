@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from orchestrator.config.schema import COMPILE_MODES
 from orchestrator.core.numbers import geomean
+from orchestrator.job.result import COL
 from orchestrator.results.present import join_values, mode_rank
 
 MAX_BARS = 120  # per-job bars in one chart; past it, a named aggregate per group
@@ -58,18 +59,18 @@ def speedup_chart(ok: pd.DataFrame, x_axes: list[str], coarse: list[str]) -> Cha
     """Speedup per job, grouped by mode (canonical order) at each model label; past MAX_BARS, the
     geometric mean per mode and coarse group (size, dtype, ...) with its interquartile range."""
     title = "Speedup compiled vs eager"
-    if ok.empty or "speedup" not in ok or ok["speedup"].isna().all():
+    if ok.empty or COL.speedup not in ok or ok[COL.speedup].isna().all():
         return Chart(title, None, "No job finished ok with a speedup.")
     fig = go.Figure()
     per_job = len(ok) <= MAX_BARS
     x = ok["x_label"] if per_job else join_values(ok, coarse, " · ").replace("", "all")
-    for mode in sorted(ok["mode"].unique(), key=mode_rank):
-        part, px = ok[ok["mode"] == mode], x[ok["mode"] == mode]
+    for mode in sorted(ok[COL.mode].unique(), key=mode_rank):
+        part, px = ok[ok[COL.mode] == mode], x[ok[COL.mode] == mode]
         if per_job:
-            y, lo, hi = part["speedup"], part["speedup_ci_low"], part["speedup_ci_high"]
-            hover = part["label"]
+            y, lo, hi = part[COL.speedup], part[COL.speedup_ci_low], part[COL.speedup_ci_high]
+            hover = part[COL.label]
         else:
-            stats = [(g, *_spread(p, "speedup"), len(p)) for g, p in part.groupby(px, sort=False)]
+            stats = [(g, *_spread(p, COL.speedup), len(p)) for g, p in part.groupby(px, sort=False)]
             agg = pd.DataFrame(stats, columns=["x", "y", "lo", "hi", "n"])
             px, y, lo, hi = agg["x"], agg["y"], agg["lo"], agg["hi"]
             hover = agg["n"].map(lambda n: f"geomean of {n} job(s)")
@@ -111,21 +112,27 @@ def _sample(frame: pd.DataFrame, cap: int) -> tuple[pd.DataFrame, str]:
 
 def compile_chart(ok: pd.DataFrame) -> Chart:
     title = "Compile cost against speedup"
-    compiled = ok[(ok["mode"] != "eager") & (ok["compile_s"] > 0)] if "compile_s" in ok else ok.iloc[0:0]
+    compiled = (
+        ok[(ok[COL.mode] != "eager") & (ok[COL.compile_s] > 0)] if COL.compile_s in ok else ok.iloc[0:0]
+    )
     if compiled.empty:
         return Chart(title, None, "No compiled job finished ok: nothing to plot.")
     shown, sampled = _sample(compiled, MAX_POINTS)
     fig = go.Figure()
-    for mode in sorted(shown["mode"].unique(), key=mode_rank):
-        part = shown[shown["mode"] == mode]
-        be = part["break_even_steps"] if "break_even_steps" in part else pd.Series(np.nan, index=part.index)
+    for mode in sorted(shown[COL.mode].unique(), key=mode_rank):
+        part = shown[shown[COL.mode] == mode]
+        be = (
+            part[COL.break_even_steps]
+            if COL.break_even_steps in part
+            else pd.Series(np.nan, index=part.index)
+        )
         fig.add_scatter(
-            x=_values(part["compile_s"]),
-            y=_values(part["speedup"]),
+            x=_values(part[COL.compile_s]),
+            y=_values(part[COL.speedup]),
             mode="markers",
             name=str(mode),
             marker={"size": 10, "color": MODE_COLORS.get(mode)},
-            customdata=list(zip(_values(part["label"]), _values(be), strict=True)),
+            customdata=list(zip(_values(part[COL.label]), _values(be), strict=True)),
             hovertemplate="%{customdata[0]}<br>compile %{x:.3g} s, speedup %{y:.3f}"
             "<br>break-even %{customdata[1]:.0f} steps<extra></extra>",
         )
@@ -147,21 +154,21 @@ def _per_job(frame: pd.DataFrame, order: str, what: str) -> tuple[pd.DataFrame, 
 
 def memory_chart(ok: pd.DataFrame, axes_title: str) -> Chart:
     title = "Peak memory per rank"
-    if "eager_peak_gib" not in ok or ok["eager_peak_gib"].isna().all():
+    if COL.eager_peak_gib not in ok or ok[COL.eager_peak_gib].isna().all():
         return Chart(title, None, "Not measured in this sweep (CUDA only).")
-    rows, capped = _per_job(ok.assign(_m=ok["compiled_peak_gib"]), "_m", "with the largest compiled peak")
+    rows, capped = _per_job(ok.assign(_m=ok[COL.compiled_peak_gib]), "_m", "with the largest compiled peak")
     fig = go.Figure()
-    for column, name in (("eager_peak_gib", "eager"), ("compiled_peak_gib", "compiled")):
+    for column, name in ((COL.eager_peak_gib, "eager"), (COL.compiled_peak_gib, "compiled")):
         fig.add_bar(
             x=_values(rows["job_label"]),
             y=_values(rows[column]),
             name=name,
-            customdata=_values(rows["label"]),
+            customdata=_values(rows[COL.label]),
         )
     fig.update_traces(hovertemplate="%{customdata}<br>%{y:.3g} GiB<extra>%{fullData.name}</extra>")
     _layout(fig, rows["job_label"].tolist(), barmode="group", yaxis_title="GiB", xaxis_title=axes_title)
     note = "One pair of bars per job: eager and compiled peak allocated, max over ranks."
-    if "memory_note" in ok and ok["memory_note"].notna().any():
+    if COL.memory_note in ok and ok[COL.memory_note].notna().any():
         note += " CUDA-graph modes: the graph pool (allocated at capture) is not in the compiled peak."
     return Chart(title, fig, note + capped)
 
@@ -178,7 +185,7 @@ def count_chart(df: pd.DataFrame, column: str, title: str, what: str, axes_title
             x=_values(rows["job_label"]),
             y=_values(rows[column]),
             name=what,
-            customdata=_values(rows["label"]),
+            customdata=_values(rows[COL.label]),
             hovertemplate="%{customdata}<br>%{y} " + what + "<extra></extra>",
         )
     )
@@ -188,27 +195,31 @@ def count_chart(df: pd.DataFrame, column: str, title: str, what: str, axes_title
 
 def parity_chart(df: pd.DataFrame, axes_title: str) -> Chart:
     title = "Parity"
-    checked = df[df["parity_err"].notna()] if "parity_err" in df else df.iloc[0:0]
+    checked = df[df[COL.parity_err].notna()] if COL.parity_err in df else df.iloc[0:0]
     if checked.empty:
         return Chart(title, None, "Parity was not checked in this sweep.")
-    limit = checked["parity_limit"] if "parity_limit" in checked else pd.Series(np.nan, index=checked.index)
-    rows, capped = _per_job(checked.assign(_r=checked["parity_err"] / limit), "_r", "closest to their limit")
-    passed = rows["parity_ok"] if "parity_ok" in rows else pd.Series(None, index=rows.index)
+    limit = (
+        checked[COL.parity_limit] if COL.parity_limit in checked else pd.Series(np.nan, index=checked.index)
+    )
+    rows, capped = _per_job(
+        checked.assign(_r=checked[COL.parity_err] / limit), "_r", "closest to their limit"
+    )
+    passed = rows[COL.parity_ok] if COL.parity_ok in rows else pd.Series(None, index=rows.index)
     colors = ["#2a7" if pd.notna(v) and bool(v) else "#c33" for v in passed]
     fig = go.Figure(
         go.Bar(
             x=_values(rows["job_label"]),
-            y=_values(rows["parity_err"]),
+            y=_values(rows[COL.parity_err]),
             marker_color=colors,
             name="compiled error",
-            customdata=_values(rows["label"]),
+            customdata=_values(rows[COL.label]),
             hovertemplate="%{customdata}<br>error %{y:.2e}<extra></extra>",
         )
     )
-    if "parity_limit" in rows:
+    if COL.parity_limit in rows:
         fig.add_scatter(
             x=_values(rows["job_label"]),
-            y=_values(rows["parity_limit"]),
+            y=_values(rows[COL.parity_limit]),
             mode="markers",
             name="limit",
             marker={"symbol": "line-ew-open", "size": 30, "color": "#000"},

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from orchestrator.job.result import FIELDS
+from orchestrator.job.result import COL, FIELDS
 from orchestrator.results.present import axis_text, sig
 from orchestrator.results.table import TABLE_COLUMNS
 
@@ -21,12 +21,12 @@ PAGE_SIZE = 50  # rows per page of a table; the whole table is in the page, as J
 # The results table: these columns first and always shown; the rest behind "all columns": the
 # result fields job/result.py marks for the dashboard, then the table's own (scaling efficiency).
 KEY_COLUMNS = [
-    ("label", "label"),
-    ("mode", "mode"),
-    ("speedup", "speedup"),
+    (COL.label, "label"),
+    (COL.mode, "mode"),
+    (COL.speedup, "speedup"),
     ("ci", "95% CI"),
-    ("compile_s", "compile s"),
-    ("status", "status"),
+    (COL.compile_s, "compile s"),
+    (COL.status, "status"),
     ("isolation", "isolation"),
     ("log", "log"),
     ("trace", "trace"),
@@ -106,11 +106,11 @@ def _href(path: object, sweep_dir: Path) -> str | None:
 def links(df: pd.DataFrame, sweep_dir: Path) -> pd.DataFrame:
     """`log` (the file with a failure's whole traceback, else the job's stderr) and `trace` (a
     TORCH_TRACE folder, where the job has one) per row."""
-    logs = df["log_stderr"] if "log_stderr" in df else pd.Series(None, index=df.index)
-    if "error_log" in df:
-        logs = df["error_log"].where(df["error_log"].notna(), logs)
-    own = "trace_dir" if "trace_dir" in df else "trace" if "trace" in df else None
-    traces = df[own] if own else df["job_id"].map(lambda j: str(sweep_dir / "jobs" / j / "trace"))
+    logs = df[COL.log_stderr] if COL.log_stderr in df else pd.Series(None, index=df.index)
+    if COL.error_log in df:
+        logs = df[COL.error_log].where(df[COL.error_log].notna(), logs)
+    own = COL.trace_dir if COL.trace_dir in df else "trace" if "trace" in df else None
+    traces = df[own] if own else df[COL.job_id].map(lambda j: str(sweep_dir / "jobs" / j / "trace"))
     return df.assign(
         log=[_href(p, sweep_dir) for p in logs],
         trace=[_href(p, sweep_dir) for p in traces],

@@ -5,17 +5,18 @@ from __future__ import annotations
 import pandas as pd
 
 from orchestrator.core.numbers import geomean
+from orchestrator.job.result import COL
 from orchestrator.results.present import axis_text, mode_rank
 
-AGGREGATE_AXES = ("mode", "size", "dtype", "task", "strategy", "dynamic")
+AGGREGATE_AXES = (COL.mode, COL.size, COL.dtype, COL.task, COL.strategy, COL.dynamic)
 
 
 def by_axis(df: pd.DataFrame, column: str) -> pd.DataFrame:
     """Per value of one axis: jobs, ok, geometric-mean / median / min / max speedup, median compile s."""
     rows = []
     for value, part in df.groupby(df[column].map(axis_text), sort=False):
-        ok = part[part["status"] == "ok"]
-        speed = ok["speedup"] if "speedup" in ok else pd.Series(dtype=float)
+        ok = part[part[COL.status] == "ok"]
+        speed = ok[COL.speedup] if COL.speedup in ok else pd.Series(dtype=float)
         rows.append(
             {
                 column: value,
@@ -25,11 +26,11 @@ def by_axis(df: pd.DataFrame, column: str) -> pd.DataFrame:
                 "median": speed.median(),
                 "min": speed.min(),
                 "max": speed.max(),
-                "median compile s": ok["compile_s"].median() if "compile_s" in ok else None,
+                "median compile s": ok[COL.compile_s].median() if COL.compile_s in ok else None,
             }
         )
     out = pd.DataFrame(rows)
-    return out.iloc[out[column].map(mode_rank).argsort(kind="stable")] if column == "mode" else out
+    return out.iloc[out[column].map(mode_rank).argsort(kind="stable")] if column == COL.mode else out
 
 
 def aggregates(df: pd.DataFrame, swept: list[str]) -> list[tuple[str, pd.DataFrame]]:

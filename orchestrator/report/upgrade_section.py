@@ -30,7 +30,7 @@ def _rows(comparison: Comparison) -> pd.DataFrame:
         row = {"model": p.model, "setting": p.setting}
         row |= {words: _change(p.figures[col]) for col, words, *_ in FIGURES}
         row |= {words: _moved(p.counts[col]) for col, words in COUNTS}
-        row["status"], row["parity"] = _moved(p.status), _moved(p.parity_ok)
+        row |= {"status": _moved(p.status), "parity": _moved(p.parity_ok)}
         rows.append(row)
     return pd.DataFrame(rows)
 

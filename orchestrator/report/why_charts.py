@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from orchestrator.job.result import COL
 from orchestrator.report.figures import Chart, _layout, _per_job, _values
 
 SIDES = (("eager", "#8c8c8c"), ("compiled", "#1f77b4"))
@@ -14,17 +15,17 @@ SIDES = (("eager", "#8c8c8c"), ("compiled", "#1f77b4"))
 
 def scope_chart(ok: pd.DataFrame) -> Chart:
     title = "Scope of compilation: compile seconds against speedup"
-    if "scope" not in ok or ok["scope"].nunique() < 2 or "compile_s" not in ok:
+    if COL.scope not in ok or ok[COL.scope].nunique() < 2 or COL.compile_s not in ok:
         return Chart(title, None, "compile.scope is not an axis of this sweep.")
     fig = go.Figure()
-    for scope, part in ok.groupby("scope", sort=False):
+    for scope, part in ok.groupby(COL.scope, sort=False):
         fig.add_scatter(
-            x=_values(part["compile_s"]),
-            y=_values(part["speedup"]),
+            x=_values(part[COL.compile_s]),
+            y=_values(part[COL.speedup]),
             mode="markers",
             name=f"scope={scope}",
             marker={"size": 11},
-            customdata=_values(part["label"]),
+            customdata=_values(part[COL.label]),
             hovertemplate="%{customdata}<br>compile %{x:.3g} s, speedup %{y:.3f}<extra></extra>",
         )
     _layout(fig, xaxis_title="compile s", yaxis_title="speedup (x)")
@@ -37,9 +38,9 @@ def scope_chart(ok: pd.DataFrame) -> Chart:
 
 def energy_chart(ok: pd.DataFrame) -> Chart:
     title = "Energy per step (GPU, NVML)"
-    if "eager_j_per_step" not in ok or ok["eager_j_per_step"].isna().all():
+    if COL.eager_j_per_step not in ok or ok[COL.eager_j_per_step].isna().all():
         return Chart(title, None, "Not measured in this sweep (NVML on a GPU only).")
-    rows, capped = _per_job(ok[ok["eager_j_per_step"].notna()], "eager_j_per_step", "using the most")
+    rows, capped = _per_job(ok[ok[COL.eager_j_per_step].notna()], COL.eager_j_per_step, "using the most")
     fig = go.Figure()
     for side, color in SIDES:
         fig.add_bar(
@@ -55,7 +56,7 @@ def energy_chart(ok: pd.DataFrame) -> Chart:
 
 def roofline_chart(ok: pd.DataFrame) -> Chart:
     title = "Roofline: each side's FLOP/s against its arithmetic intensity"
-    need = ["eager_intensity", "compiled_intensity", "eager_flops_per_s", "compiled_flops_per_s"]
+    need = [COL.eager_intensity, COL.compiled_intensity, COL.eager_flops_per_s, COL.compiled_flops_per_s]
     rows = ok.dropna(subset=need) if set(need) <= set(ok.columns) else ok.iloc[0:0]
     if rows.empty:
         return Chart(
@@ -69,19 +70,21 @@ def roofline_chart(ok: pd.DataFrame) -> Chart:
             mode="markers",
             name=side,
             marker={"size": 11, "color": color},
-            customdata=_values(rows["label"]),
+            customdata=_values(rows[COL.label]),
             hovertemplate="%{customdata}<br>%{x:.3g} FLOP/byte, %{y:.3g} TFLOP/s<extra>" + side + "</extra>",
         )
     for _, row in rows.iterrows():  # each job's move from eager to compiled
         fig.add_scatter(
-            x=[row["eager_intensity"], row["compiled_intensity"]],
-            y=[row["eager_flops_per_s"] / 1e12, row["compiled_flops_per_s"] / 1e12],
+            x=[row[COL.eager_intensity], row[COL.compiled_intensity]],
+            y=[row[COL.eager_flops_per_s] / 1e12, row[COL.compiled_flops_per_s] / 1e12],
             mode="lines",
             line={"color": "#bbb", "width": 1},
             showlegend=False,
             hoverinfo="skip",
         )
-    peaks = rows[["peak_flops_per_s", "peak_bytes_per_s"]].dropna() if "peak_bytes_per_s" in rows else []
+    peaks = (
+        rows[[COL.peak_flops_per_s, COL.peak_bytes_per_s]].dropna() if COL.peak_bytes_per_s in rows else []
+    )
     if len(peaks):
         flops, bw = float(peaks.iloc[0, 0]), float(peaks.iloc[0, 1])
         x = np.logspace(-1, 4, 60)
@@ -100,7 +103,9 @@ def roofline_chart(ok: pd.DataFrame) -> Chart:
 def profile_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per profiled job: kernels per step, busy fraction, the top kernels of each side."""
     rows = []
-    profiled = df[df["eager_kernels_per_step"].notna()] if "eager_kernels_per_step" in df else df.iloc[0:0]
+    profiled = (
+        df[df[COL.eager_kernels_per_step].notna()] if COL.eager_kernels_per_step in df else df.iloc[0:0]
+    )
     for _, r in profiled.iterrows():
         label = r["job_label"]
         for side, _ in SIDES:
@@ -109,7 +114,7 @@ def profile_table(df: pd.DataFrame) -> pd.DataFrame:
                 {
                     "job": label,
                     "side": side,
-                    "unit": r.get("profile_unit"),
+                    "unit": r.get(COL.profile_unit),
                     "per step": r.get(f"{side}_kernels_per_step"),
                     "busy": r.get(f"{side}_busy_fraction"),
                     "top by time (ms/step)": "; ".join(

@@ -10,7 +10,7 @@ import pandas as pd
 
 from orchestrator.config.schema import COMPILE_MODES
 from orchestrator.core.numbers import present
-from orchestrator.job.result import group_columns, keys_of, source_columns
+from orchestrator.job.result import COL, group_columns, keys_of, source_columns
 
 # Plain output (tables, verdict lines) is never wider than this: a CI log or a Slurm log stays readable.
 PLAIN_WIDTH = 160
@@ -59,10 +59,10 @@ def mode_rank(mode: Any) -> int:
 def in_mode_order(df: pd.DataFrame, groups: pd.Series | None = None) -> pd.DataFrame:
     """Rows in canonical mode order (eager, default, ...) within each group (groups in the order they
     first come), stable otherwise."""
-    if "mode" not in df:
+    if COL.mode not in df:
         return df
     first = {} if groups is None else {g: i for i, g in enumerate(dict.fromkeys(groups))}
-    rank = (groups.map(first) if groups is not None else 0) * len(COMPILE_MODES) + df["mode"].map(mode_rank)
+    rank = (groups.map(first) if groups is not None else 0) * len(COMPILE_MODES) + df[COL.mode].map(mode_rank)
     return df.iloc[rank.argsort(kind="stable")]
 
 
@@ -94,7 +94,7 @@ def with_axes(df: pd.DataFrame, plan: dict[str, dict]) -> tuple[pd.DataFrame, li
         if name in swept:  # two axes with one leaf name (a.size, b.size): the second by its full key
             name = key
         if name not in df:
-            df[name] = df["job_id"].map(
+            df[name] = df[COL.job_id].map(
                 {jid: axis_text(j.get("axes", {}).get(key)) for jid, j in plan.items()}
             )
         swept.append(name)

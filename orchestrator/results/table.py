@@ -18,6 +18,7 @@ import pandas as pd
 
 from orchestrator.core.files import json_safe, read_result
 from orchestrator.core.numbers import present
+from orchestrator.job.result import COL
 
 # Columns the table adds to the results' own fields.
 TABLE_COLUMNS = ("scaling_efficiency",)
@@ -57,19 +58,29 @@ def records(df: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 # What makes a distributed row and its single-process `none` row the same model and settings.
-SCALING_KEYS = ("workload", "model", "size", "task", "dtype", "mode", "dynamic", "batch_size", "seq_len")
+SCALING_KEYS = (
+    COL.workload,
+    COL.model,
+    COL.size,
+    COL.task,
+    COL.dtype,
+    COL.mode,
+    COL.dynamic,
+    COL.batch_size,
+    COL.seq_len,
+)
 
 
 def add_scaling(df: pd.DataFrame) -> pd.DataFrame:
     """Scaling efficiency of each distributed row against the `none` row of the same model and settings
     (none where that row is missing or not unique). One pass over plain tuples: linear in rows."""
-    if "strategy" not in df or "compiled_tokens_per_s" not in df:
+    if COL.strategy not in df or COL.compiled_tokens_per_s not in df:
         return df
     keys = [k for k in SCALING_KEYS if k in df]
     cells = df[keys].astype(object)
     rows = list(cells.where(cells.notna(), None).itertuples(index=False, name=None))
-    strategies, samples = df["strategy"].tolist(), df["compiled_samples_per_s"].tolist()
-    worlds = df["world_size"].tolist() if "world_size" in df else [1] * len(df)
+    strategies, samples = df[COL.strategy].tolist(), df[COL.compiled_samples_per_s].tolist()
+    worlds = df[COL.world_size].tolist() if COL.world_size in df else [1] * len(df)
     single: dict[tuple, Any] = {}
     for key, strategy, value in zip(rows, strategies, samples, strict=True):
         if strategy == "none":

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from orchestrator.core.failures import failure_lines, failure_message
 from orchestrator.core.numbers import present
-from orchestrator.job.result import header
+from orchestrator.job.result import COL, header
 from orchestrator.results.present import (
     PLAIN_WIDTH,
     axis_text,
@@ -26,23 +26,31 @@ from orchestrator.results.present import (
 # Columns of the printed table: (result key, header), each header the one its result field
 # declares (job/result.py). Settings first, then the figures; `speedup_ci` is the CI's two ends.
 SETTING_COLUMNS = [
-    (k, header(k)) for k in ("workload", "model", "size", "task", "dtype", "mode", "dynamic", "strategy")
+    (k, header(k))
+    for k in (COL.workload, COL.model, COL.size, COL.task, COL.dtype, COL.mode, COL.dynamic, COL.strategy)
 ]
-FIGURE_COLUMNS = [(k, header(k)) for k in ("compile_s", "eager_ms", "compiled_ms", "speedup")]
+FIGURE_COLUMNS = [(k, header(k)) for k in (COL.compile_s, COL.eager_ms, COL.compiled_ms, COL.speedup)]
 FIGURE_COLUMNS += [("speedup_ci", "95% CI")]
 FIGURE_COLUMNS += [
     (k, header(k))
-    for k in ("parity_ok", "graph_breaks", "compiled_fraction", "dyn_recompiles", "iso_ok", "status")
+    for k in (
+        COL.parity_ok,
+        COL.graph_breaks,
+        COL.compiled_fraction,
+        COL.dyn_recompiles,
+        COL.iso_ok,
+        COL.status,
+    )
 ]
 # Plain output: the figures least needed go first when a line would be wider than PLAIN_WIDTH.
 DROP_ORDER = (
-    "compiled_fraction",
-    "dyn_recompiles",
-    "graph_breaks",
-    "parity_ok",
-    "eager_ms",
-    "compiled_ms",
-    "compile_s",
+    COL.compiled_fraction,
+    COL.dyn_recompiles,
+    COL.graph_breaks,
+    COL.parity_ok,
+    COL.eager_ms,
+    COL.compiled_ms,
+    COL.compile_s,
 )
 CELL_WIDTH = 36
 
@@ -55,20 +63,20 @@ def isolation_flag(iso_ok: Any) -> str:
 def format_cell(row: pd.Series, key: str) -> str:
     """A table cell: numbers to 3 significant digits, counts as integers, '-' when absent."""
     if key == "speedup_ci":
-        text = ci_text(row.get("speedup_ci_low"), row.get("speedup_ci_high"))
-        apart = present(row.get("interleaved")) and not bool(row.get("interleaved"))
+        text = ci_text(row.get(COL.speedup_ci_low), row.get(COL.speedup_ci_high))
+        apart = present(row.get(COL.interleaved)) and not bool(row.get(COL.interleaved))
         return text + " apart" if apart else text  # the sides ran one after the other
-    if key == "iso_ok":
+    if key == COL.iso_ok:
         return isolation_flag(row.get(key)) or "-"  # the column shows only where a job is flagged
     value = row.get(key)
     if not present(value):
         return "-"
-    computes = row.get("compute_dtype")
-    if key == "dtype" and present(computes) and computes != value:
+    computes = row.get(COL.compute_dtype)
+    if key == COL.dtype and present(computes) and computes != value:
         return f"{value} (computes {computes})"  # a model built in bf16 under bench.dtype=fp32
-    if key in ("graph_breaks", "dyn_recompiles"):
+    if key in (COL.graph_breaks, COL.dyn_recompiles):
         return f"{value:.0f}"
-    if key == "compiled_fraction":
+    if key == COL.compiled_fraction:
         return f"{value:.0%}"
     return sig(value) if isinstance(value, int | float) and not isinstance(value, bool) else axis_text(value)
 
@@ -78,15 +86,15 @@ def table_cells(
 ) -> tuple[list[tuple[str, str]], list[list[str]], str]:
     """(columns, rows of cells, caption): swept axes as columns; settings all rows share go in the caption."""
     df, swept = with_axes(df, plan)
-    df = in_mode_order(df, join_values(df, [c for c in swept if c != "mode"]))
+    df = in_mode_order(df, join_values(df, [c for c in swept if c != COL.mode]))
     settings = SETTING_COLUMNS + [(c, c) for c in swept if c not in {k for k, _ in SETTING_COLUMNS}]
     cells = {k: [format_cell(row, k) for _, row in df.iterrows()] for k, _ in settings + FIGURE_COLUMNS}
     shared = [(k, h) for k, h in settings if len(df) > 1 and len(set(cells[k])) == 1]
     columns = [c for c in settings + FIGURE_COLUMNS if c not in shared]
     # Leave out figures with nothing to say in this sweep (e.g. recompiles without a shape schedule).
-    columns = [(k, h) for k, h in columns if any(c != "-" for c in cells[k]) or k == "status"]
+    columns = [(k, h) for k, h in columns if any(c != "-" for c in cells[k]) or k == COL.status]
     # ... and the compiled fraction where every graph holds the whole model.
-    columns = [(k, h) for k, h in columns if k != "compiled_fraction" or set(cells[k]) - {"100%", "-"}]
+    columns = [(k, h) for k, h in columns if k != COL.compiled_fraction or set(cells[k]) - {"100%", "-"}]
     rows = [[cells[k][i] for k, _ in columns] for i in range(len(df))]
     caption = " ".join(f"{h}={cells[k][0]}" for k, h in shared if cells[k][0] != "-")
     return columns, rows, caption
@@ -135,15 +143,15 @@ def print_table(
     """The results table: rich on a terminal, plain lines (at most PLAIN_WIDTH wide) otherwise."""
     console = console or Console()
     columns, rows, caption = table_cells(df, plan or {})
-    failed = df[df["status"] != "ok"] if "status" in df else df.iloc[0:0]
+    failed = df[df[COL.status] != "ok"] if COL.status in df else df.iloc[0:0]
     notes = [
         line
         for _, row in failed.iterrows()
-        for line in [f"{row['job_id']} {row['status']}: {failure_message(row)}", *failure_lines(row)]
+        for line in [f"{row[COL.job_id]} {row[COL.status]}: {failure_message(row)}", *failure_lines(row)]
     ]
-    if "iso_ok" in df:
-        flagged = df[[isolation_flag(v) == "!" for v in df["iso_ok"]]]
-        notes += [f"{row['job_id']} isolation: {row.get('iso_note')}" for _, row in flagged.iterrows()]
+    if COL.iso_ok in df:
+        flagged = df[[isolation_flag(v) == "!" for v in df[COL.iso_ok]]]
+        notes += [f"{row[COL.job_id]} isolation: {row.get(COL.iso_note)}" for _, row in flagged.iterrows()]
     if not console.is_terminal:
         head = textwrap.wrap(f"{title}: {len(df)} job(s)" + (f"; {caption}" if caption else ""), PLAIN_WIDTH)
         for line in [*head, *plain_table(columns, rows), *notes]:
@@ -152,7 +160,7 @@ def print_table(
     table = Table(title=title, caption=caption or None)
     for _, head in columns:
         table.add_column(head, overflow="fold")
-    status_at = [k for k, _ in columns].index("status")
+    status_at = [k for k, _ in columns].index(COL.status)
     for cells in rows:
         table.add_row(*cells, style=None if cells[status_at] == "ok" else "red")
     console.print(table)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from orchestrator.job.result import FIELDS
+from orchestrator.job.result import COL, FIELDS
 from orchestrator.results.present import duration
 
 # The phase fields of a result (WallTime's, but the whole wall); they sum to `job_wall_s`.
 PHASE_COLUMNS = [
     key for key, f in FIELDS.items() if f.section == "wall" and key.startswith("wall_") and key.endswith("_s")
 ]
-MEASURED = ("wall_first_calls_s", "wall_timed_s")  # the cold compile and the timed repetitions
+MEASURED = (COL.wall_first_calls_s, COL.wall_timed_s)  # the cold compile and the timed repetitions
 
 
 def phase_name(column: str) -> str:
@@ -22,10 +22,10 @@ def phase_name(column: str) -> str:
 def time_line(df: pd.DataFrame, sweep_s: float, since: float) -> str | None:
     """One line: the sweep's wall, the wall of the jobs it ran (those written after `since`), the
     share spent compiling and timing, and the largest other phases."""
-    if "job_wall_s" not in df or "wall_written_at" not in df:
+    if COL.job_wall_s not in df or COL.wall_written_at not in df:
         return None
-    ran = df[pd.to_numeric(df["wall_written_at"], errors="coerce") >= since]
-    walls = pd.to_numeric(ran["job_wall_s"], errors="coerce").dropna()
+    ran = df[pd.to_numeric(df[COL.wall_written_at], errors="coerce") >= since]
+    walls = pd.to_numeric(ran[COL.job_wall_s], errors="coerce").dropna()
     if walls.empty:
         return None
     total = float(walls.sum())

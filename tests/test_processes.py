@@ -69,21 +69,21 @@ def test_a_fresh_process_stopped_from_outside_stops_the_job(tmp_path, monkeypatc
     from orchestrator.config.plan import build_plan
     from orchestrator.job.fresh import run_fresh
 
-    (tmp_path / "dies_by.py").write_text(
-        "import json, os, resource, signal, sys\n"
-        "req = json.load(open(sys.argv[1]))\n"
-        "resource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
-        "sig = getattr(signal, req['signal'])\n"
-        "if sig == signal.SIGTERM:  # not ignored, whatever the parent left (SIGSEGV: faulthandler's)\n"
-        "    signal.signal(sig, signal.SIG_DFL)\n"
-        "os.kill(os.getpid(), sig)\n"
+    (tmp_path / "dies_by.py").write_text(  # an entry of job/fresh.py's, by `module:function`
+        "import os, resource, signal\n"
+        "def answer(spec, req):\n"
+        "    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
+        "    sig = getattr(signal, req['signal'])\n"
+        "    if sig == signal.SIGTERM:  # not ignored, whatever the parent left (SIGSEGV: faulthandler's)\n"
+        "        signal.signal(sig, signal.SIG_DFL)\n"
+        "    os.kill(os.getpid(), sig)\n"
     )
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     spec = build_plan(["workload.size=tiny"], cwd=tmp_path).jobs[0]
     spec.job_dir.mkdir(parents=True)
     with pytest.raises(KeyboardInterrupt, match="side-eager process was stopped by SIGTERM"):
-        run_fresh(spec, "dies_by", "side-eager", {"signal": "SIGTERM"})
-    got, why = run_fresh(spec, "dies_by", "side-eager", {"signal": "SIGSEGV"})
+        run_fresh(spec, "dies_by:answer", "side-eager", {"signal": "SIGTERM"})
+    got, why = run_fresh(spec, "dies_by:answer", "side-eager", {"signal": "SIGSEGV"})
     assert got is None and "killed by signal SIGSEGV" in why and "Segmentation fault" in why, why
 
 

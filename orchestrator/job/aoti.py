@@ -12,7 +12,6 @@ paired against eager like any compiled side.
 from __future__ import annotations
 
 import inspect
-import json
 import sys
 import time
 from pathlib import Path
@@ -134,7 +133,7 @@ def cold_start(path: Path, ctx: JobContext, job_dir: Path) -> dict:
     torch.save(map_inputs(ctx.inputs, lambda t: t.cpu()), inputs)
     request = {"package": str(path), "device": str(ctx.device), "inputs": str(inputs)}
     try:
-        got, why = run_module(job_dir, ctx.cfg.bench.timeout_s, "orchestrator.job.aoti", "aoti-load", request)
+        got, why = run_module(job_dir, ctx.cfg.bench.timeout_s, "aoti-load", "aoti-load", request)
     finally:
         inputs.unlink(missing_ok=True)
     if got is None:
@@ -142,11 +141,10 @@ def cold_start(path: Path, ctx: JobContext, job_dir: Path) -> dict:
     return got
 
 
-def main(request_path: str) -> None:
-    req = json.loads(Path(request_path).read_text())
+def answer(spec: None, req: dict) -> dict:
+    """job/fresh.py's entry for kind `aoti-load`: load the package, call it once (no spec: the
+    package and the inputs are all it needs)."""
     device = torch.device(req["device"])
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
     inputs = map_inputs(torch.load(req["inputs"]), lambda t: t.to(device))
     t0 = time.perf_counter()
     runner = _load(Path(req["package"]), device)
@@ -156,8 +154,4 @@ def main(request_path: str) -> None:
     with torch.no_grad():
         call(runner, inputs)  # type: ignore[arg-type]
     synchronize(device)
-    Path(req["answer"]).write_text(json.dumps({"load_s": load_s, "first_call_s": time.perf_counter() - t0}))
-
-
-if __name__ == "__main__":
-    main(sys.argv[1])
+    return {"load_s": load_s, "first_call_s": time.perf_counter() - t0}

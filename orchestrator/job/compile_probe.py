@@ -3,47 +3,38 @@ same node pays), `portable` from an empty cache given the job's saved artifacts 
 of a cluster pays when handed them). An in-process `torch._dynamo.reset()` would keep in-memory code
 caches and undercount, so each probe is its own interpreter.
 
-    python -m orchestrator.job.compile_probe REQUEST.json     (writes the answer beside it)
+Run through job/fresh.py (kind `probe`).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 
 import torch
 
 from orchestrator.config.spec import JobSpec
-from orchestrator.core.user_code import user_code
-from orchestrator.job.compile_cost import (
-    clear_compilation_metrics,
-    compilation_metrics,
-    compile_settings,
-    prime,
-    summarize,
-)
-from orchestrator.job.context import JobContext, synchronize
-from orchestrator.job.fresh import leave, read_request, run_fresh, write_answer
+from orchestrator.job.compile_cost import clear_compilation_metrics, compilation_metrics, summarize
+from orchestrator.job.context import job_model, synchronize
+from orchestrator.job.fresh import run_fresh
+from orchestrator.job.primer import prime
 from orchestrator.job.result import Probe
 
 
 def probe(spec: JobSpec, device: torch.device, cache: Path, artifacts: Path | None) -> dict:
     """In this (fresh) process: build the job's model, compile it once, time that first call."""
     from orchestrator.job.parallelize import prepare
-    from workloads import build_workload
 
     cfg = spec.cfg
     prime(device, cfg.bench.task == "train", cfg.compile.path == "aoti")
     out: dict = {"load_s": None}
-    with user_code(cfg.workload.path), compile_settings(cfg, cache):
-        if artifacts is not None:
+    with job_model(cfg, device, cache) as ctx:
+        wl = ctx.wl
+        if artifacts is not None:  # into the probe's empty cache, before anything compiles
             t0 = time.perf_counter()
             torch.compiler.load_cache_artifacts(artifacts.read_bytes())
             out["load_s"] = time.perf_counter() - t0
-        wl = build_workload(cfg.workload, cfg.bench.task, device, cfg.bench.seed)
-        ctx = JobContext(cfg, wl, device)
         compiled = prepare(wl, "none", cfg.compile, device, cfg.bench.dtype)
         ctx.forward_backward(wl.model, ctx.inputs)  # lazy init, allocator warm
         eager_s = ctx.timed(lambda: ctx.forward_backward(wl.model, ctx.inputs))
@@ -62,21 +53,13 @@ def probe(spec: JobSpec, device: torch.device, cache: Path, artifacts: Path | No
 def run_probe(spec: JobSpec, kind: str, device: torch.device, cache: Path, artifacts: Path | None) -> Probe:
     """Start one probe process and return its figures (or its error)."""
     payload = {"device": str(device), "cache": str(cache), "artifacts": str(artifacts) if artifacts else None}
-    got, error = run_fresh(spec, "orchestrator.job.compile_probe", f"probe-{kind}", payload)
+    got, error = run_fresh(spec, "probe", f"probe-{kind}", payload)
     if got is None:
         return Probe(error=error)
     return Probe(got["compile_s"], got["load_s"], got["cache_hits"], got["frames"], got["pid"])
 
 
-def main(request_path: str) -> None:
-    spec, req = read_request(request_path)
-    device = torch.device(req["device"])
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
+def answer(spec: JobSpec, req: dict) -> dict:
+    """job/fresh.py's entry for kind `probe`."""
     artifacts = Path(req["artifacts"]) if req["artifacts"] else None
-    write_answer(req, probe(spec, device, Path(req["cache"]), artifacts))
-    leave()
-
-
-if __name__ == "__main__":
-    main(sys.argv[1])
+    return probe(spec, torch.device(req["device"]), Path(req["cache"]), artifacts)

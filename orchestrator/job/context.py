@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -216,3 +216,17 @@ class JobContext:
         out = [None] * self.world
         dist.all_gather_object(out, x)
         return [float(v) for v in out]  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def job_model(cfg: Config, device: torch.device, cache: Path) -> Iterator[JobContext]:
+    """The job's model and inputs built in a fresh process (a side process, a compile probe), in the
+    scope the job's own process measures in: the user's code on the path, the job's compile settings
+    and its cache (the worker builds its own, phase by phase, in the same scope)."""
+    from orchestrator.core.user_code import user_code
+    from orchestrator.job.compile_settings import compile_settings
+    from workloads import build_workload
+
+    with user_code(cfg.workload.path), compile_settings(cfg, cache):
+        wl = build_workload(cfg.workload, cfg.bench.task, device, cfg.bench.seed)
+        yield JobContext(cfg, wl, device)

@@ -1,8 +1,13 @@
-"""Run part of a job in a fresh interpreter and read its answer: the compile probes and the side
-processes (more paired repetitions, each side alone). A fresh process is the only way to leave
-behind what this one holds: in-memory code caches, CUDA-graph pools, allocator state.
+"""Every fresh process of a job, in one place: the worker itself (the supervisor starts it), and
+the parts of a job run in an interpreter of their own: the compile probes, the side processes (more
+paired repetitions, each side alone) and an AOTInductor package's cold start. A fresh process is the
+only way to leave behind what this one holds: in-memory code caches, CUDA-graph pools, allocator
+state.
 
-    python -m MODULE REQUEST.json     (MODULE's main(request) writes the answer beside it)
+    python -m orchestrator.job.fresh REQUEST.json
+
+The request names its `kind`; `main` sets the request's device, runs that kind's entry (ENTRIES), writes
+its answer beside the request where one is asked for, and leaves without the interpreter's teardown.
 """
 
 from __future__ import annotations
@@ -19,26 +24,39 @@ from pathlib import Path
 from typing import NoReturn
 
 from orchestrator.config.spec import JobSpec
-from orchestrator.job.compile_cost import fresh_dir
+from orchestrator.job.compile_settings import fresh_dir
 from orchestrator.job.supervisor import PYTHON, STOP_SIGNALS, crash_line, die_with_parent, how_it_ended
 
+# kind -> the function that answers its request in the fresh process (imported there only); a kind
+# not named here is itself `module:function` (a test's own entry).
+ENTRIES = {
+    "job": "orchestrator.job.worker:answer",
+    "side": "orchestrator.job.side_process:answer",
+    "probe": "orchestrator.job.compile_probe:answer",
+    "aoti-load": "orchestrator.job.aoti:answer",
+}
+THIS_MODULE = "orchestrator.job.fresh"
+running: str | None = None  # in a fresh process, the kind it runs (None in the job's own process)
 
-def run_fresh(spec: JobSpec, module: str, kind: str, payload: dict) -> tuple[dict | None, str | None]:
-    """Start `python -m module` on a request (the spec plus `payload`); (answer, None) or (None, why)."""
+
+def run_fresh(spec: JobSpec, kind: str, label: str, payload: dict) -> tuple[dict | None, str | None]:
+    """Run `kind` in a fresh process on a request (the spec plus `payload`); (answer, None) or
+    (None, why). `label` names its work folder and its failures (`side-paired`, `probe-warm`)."""
     request = {"spec": dataclasses.asdict(spec), **payload}
-    return run_module(spec.job_dir, spec.cfg.bench.timeout_s, module, kind, request)
+    return run_module(spec.job_dir, spec.cfg.bench.timeout_s, kind, label, request)
 
 
 def run_module(
-    job_dir: Path, timeout_s: float, module: str, kind: str, request: dict
+    job_dir: Path, timeout_s: float, kind: str, label: str, request: dict
 ) -> tuple[dict | None, str | None]:
-    """`python -m module REQUEST.json` in a work folder of the job's: (answer, None) or (None, why)."""
-    work = fresh_dir(job_dir, f"{kind}-")
+    """`python -m orchestrator.job.fresh REQUEST.json` in a work folder of the job's: (answer, None)
+    or (None, why)."""
+    work = fresh_dir(job_dir, f"{label}-")
     answer, request_path = work / "answer.json", work / "request.json"
-    request_path.write_text(json.dumps({**request, "answer": str(answer)}, default=str))
+    request_path.write_text(json.dumps({**request, "kind": kind, "answer": str(answer)}, default=str))
     try:
         proc = subprocess.run(
-            [*PYTHON, "-m", module, str(request_path)],
+            [*PYTHON, "-m", THIS_MODULE, str(request_path)],
             preexec_fn=die_with_parent,  # a job stopped from outside takes its fresh processes along
             capture_output=True,
             text=True,
@@ -46,13 +64,13 @@ def run_module(
         )
     except subprocess.TimeoutExpired:
         shutil.rmtree(work, ignore_errors=True)
-        return None, f"{kind} process exceeded {timeout_s:.0f} s"
+        return None, f"{label} process exceeded {timeout_s:.0f} s"
     got = json.loads(answer.read_text()) if answer.exists() else None
     shutil.rmtree(work, ignore_errors=True)
-    raise_if_stopped(proc.returncode, f"{kind} process")
+    raise_if_stopped(proc.returncode, f"{label} process")
     if proc.returncode != 0 or got is None:
         why = crash_line(proc.stderr) or "no output"
-        return None, f"{kind} process {how_it_ended(proc.returncode)}: {why}"[:500]
+        return None, f"{label} process {how_it_ended(proc.returncode)}: {why}"[:500]
     return got, None
 
 
@@ -85,14 +103,23 @@ def stopped_within(exc: BaseException) -> str | None:
     return None
 
 
-def read_request(path: str) -> tuple[JobSpec, dict]:
-    """In the fresh process: the spec and the rest of the request."""
-    req = json.loads(Path(path).read_text())
-    return JobSpec(**req.pop("spec")), req
+def main(request_path: str) -> None:
+    """The fresh process: its kind's answer to the request, written beside it where asked for."""
+    global running
+    import importlib
 
+    req = json.loads(Path(request_path).read_text())
+    running = req["kind"]
+    if "device" in req and str(req["device"]).startswith("cuda"):
+        import torch
 
-def write_answer(req: dict, answer: dict) -> None:
-    Path(req["answer"]).write_text(json.dumps(answer, default=str))
+        torch.cuda.set_device(torch.device(req["device"]))
+    module, name = ENTRIES.get(running, running).split(":")
+    spec = JobSpec(**req.pop("spec")) if "spec" in req else None
+    answer = getattr(importlib.import_module(module), name)(spec, req)
+    if answer is not None and req.get("answer"):
+        Path(req["answer"]).write_text(json.dumps(answer, default=str))
+    leave()
 
 
 def leave() -> NoReturn:
@@ -104,3 +131,9 @@ def leave() -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+if __name__ == "__main__":  # the module proper runs it, so that `running` is seen where it is imported
+    from orchestrator.job import fresh
+
+    fresh.main(sys.argv[1])

@@ -22,22 +22,12 @@ from orchestrator.job.fresh import run_fresh
 from orchestrator.job.parity import check_sampled_parity
 from orchestrator.job.result import CompileCost, Isolation, Memory
 
-MODULE = "orchestrator.job.side_process"
-
-
-def default_processes(requested: int | None, device: torch.device, world: int) -> int:
-    """`bench.processes`, or 3 on a GPU (where process-to-process spread is real) and 1 on a CPU;
-    always 1 for distributed jobs (their ranks already are separate processes)."""
-    if world > 1:
-        return 1
-    return requested if requested is not None else (3 if device.type == "cuda" else 1)
-
 
 def _side(spec: JobSpec, device: torch.device, cache: Path, role: str, **payload) -> tuple:
     if device.type == "cuda":
         torch.cuda.empty_cache()  # the fresh process shares the device with this one
     request = {"device": str(device), "cache": str(cache), "role": role, **payload}
-    return run_fresh(spec, MODULE, f"side-{role}", request)
+    return run_fresh(spec, "side", f"side-{role}", request)
 
 
 def more_processes(spec: JobSpec, ctx: JobContext, cache: Path, processes: int) -> None:

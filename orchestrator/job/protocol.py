@@ -19,6 +19,7 @@ from orchestrator.job import aoti, compile_cost, convergence, graphs, memory, pa
 from orchestrator.job.context import JobContext, Side, first_line
 from orchestrator.job.parallelize import prepare
 from orchestrator.job.result import JobResult, ModelFigures, Profile
+from orchestrator.job.sides import SidesRule
 from orchestrator.job.tolerance import compute_dtype
 
 
@@ -26,9 +27,10 @@ class SidesDoNotFit(torch.OutOfMemoryError):
     """The two sides together ran out of device memory (each alone may still fit: processes.py)."""
 
 
-def run_protocol(ctx: JobContext, together: bool = True) -> JobResult:
+def run_protocol(ctx: JobContext, rule: SidesRule) -> JobResult:
     """Fill `ctx.result` phase by phase; a phase that fails raises, leaving what was measured.
-    With `together` False only the single-model phases run here (the sides run apart, processes.py)."""
+    `rule`: how the sides run (job/sides.py). Where it says `apart`, only the single-model phases
+    run here (the sides run in fresh processes, processes.py)."""
     cfg, wl, r = ctx.cfg, ctx.wl, ctx.result
     r.model = ModelFigures(
         params=wl.n_params,
@@ -50,15 +52,13 @@ def run_protocol(ctx: JobContext, together: bool = True) -> JobResult:
         with clock.phase("random_parity"):
             r.parity = parity.check_random_parity(ctx)
             torch._dynamo.reset()
-    if not together:
+    if rule.apart:
         return r
-    single_gpu = ctx.world == 1 and ctx.device.type == "cuda"
-    may_fall_back = cfg.bench.sides == "auto" and single_gpu and cfg.compile.path == "jit"
     out_of_memory = None
     try:
-        _both_sides(ctx)
+        _both_sides(ctx, rule)
     except torch.OutOfMemoryError as e:
-        if not may_fall_back:
+        if not rule.fall_back:
             raise
         out_of_memory = f"{type(e).__name__}: {e}"
     if out_of_memory:  # raised here, after the handler, so that the sides' tensors are freed
@@ -68,7 +68,7 @@ def run_protocol(ctx: JobContext, together: bool = True) -> JobResult:
     return r
 
 
-def _both_sides(ctx: JobContext) -> None:
+def _both_sides(ctx: JobContext, rule: SidesRule) -> None:
     cfg, wl, r, clock = ctx.cfg, ctx.wl, ctx.result, ctx.clock
     strategy, dtype = cfg.parallel.strategy, cfg.bench.dtype
     if cfg.bench.convergence_steps:  # the common start, on the CPU (no device copy)
@@ -116,7 +116,7 @@ def _both_sides(ctx: JobContext) -> None:
             r.profile = Profile(profile_note=f"profile failed: {type(e).__name__}: {first_line(e)}")
     if cfg.compile.mode in CUDAGRAPH_MODES:
         check_cudagraphs(ctx)
-    if ctx.device.type == "cuda" and ctx.world > 1:  # one process: each side alone (processes.py)
+    if rule.memory_in_place:  # else each side alone in a fresh process (processes.py), or none
         with clock.phase("memory"):
             r.memory = memory.measure_memory(ctx, eager, compiled)
     if cfg.workload.shapes:

@@ -3,7 +3,7 @@ interleaved, for the CI across processes; or one side `eager` / `compiled` alone
 its memory (everything it allocates: weights, gradients, optimizer state, activations, CUDA-graph
 pools) and, when the two sides do not fit together, its timings.
 
-    python -m orchestrator.job.side_process REQUEST.json
+Run through job/fresh.py (kind `side`).
 """
 
 from __future__ import annotations
@@ -11,19 +11,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import sys
 import time
 from pathlib import Path
 
 import torch
 
 from orchestrator.config.spec import JobSpec
-from orchestrator.core.user_code import user_code
-from orchestrator.job.compile_cost import compile_settings, prime
-from orchestrator.job.context import JobContext, Side, synchronize
-from orchestrator.job.fresh import leave, read_request, write_answer
+from orchestrator.job.context import Side, job_model, synchronize
 from orchestrator.job.memory import GIB
 from orchestrator.job.parity import flat_tensors, gradients
+from orchestrator.job.primer import prime
 
 ROLES = ("paired", "eager", "compiled")
 SAMPLE_ELEMENTS = 4_000_000  # per side, for parity of sides run apart: a strided sample, same indices
@@ -48,7 +45,6 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
     """Build the job's model here, make the side(s) of `role`, time them; peak memory since start."""
     from orchestrator.job import speed
     from orchestrator.job.parallelize import prepare
-    from workloads import build_workload
 
     cfg = spec.cfg
     if not req.get("full", True):  # memory only: a few steps are enough to reach the peak
@@ -58,9 +54,8 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     out: dict = {"pid": os.getpid()}
-    with user_code(cfg.workload.path), compile_settings(cfg, cache):
-        wl = build_workload(cfg.workload, cfg.bench.task, device, cfg.bench.seed)
-        ctx = JobContext(cfg, wl, device)
+    with job_model(cfg, device, cache) as ctx:
+        wl = ctx.wl
         sides = {}
         if role in ("paired", "eager"):
             sides["eager"] = Side(wl.model)
@@ -92,14 +87,6 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
     return out
 
 
-def main(request_path: str) -> None:
-    spec, req = read_request(request_path)
-    device = torch.device(req["device"])
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-    write_answer(req, measure(spec, device, Path(req["cache"]), req["role"], req))
-    leave()
-
-
-if __name__ == "__main__":
-    main(sys.argv[1])
+def answer(spec: JobSpec, req: dict) -> dict:
+    """job/fresh.py's entry for kind `side`."""
+    return measure(spec, torch.device(req["device"]), Path(req["cache"]), req["role"], req)

@@ -5,7 +5,7 @@ exit code with it, and submitit's local controller does not keep it either. This
 small (no torch), waits for the child, and when the child ended without writing its result, writes
 one that says how it ended: its exit code or signal and the last line it printed.
 
-    python -m orchestrator.job.worker REQUEST.json      (the child; see worker.main)
+    python -m orchestrator.job.fresh REQUEST.json      (the child, kind `job`: job/worker.py)
 """
 
 from __future__ import annotations
@@ -121,7 +121,6 @@ def run_child(spec: JobSpec) -> dict | None:
     rank = _global_rank()
     spec.job_dir.mkdir(parents=True, exist_ok=True)
     request = spec.job_dir / f"request.rank{rank}.json"
-    request.write_text(json.dumps(dataclasses.asdict(spec), default=str))
     result_path = spec.job_dir / RESULT_FILE
     # Slurm sends SIGCONT with its time-limit SIGUSR2. submitit's handler for SIGCONT only logs, and
     # a SIGUSR2 that lands during that logging has its "no requeue left" exception swallowed by the
@@ -130,8 +129,10 @@ def run_child(spec: JobSpec) -> dict | None:
     signal.signal(signal.SIGCONT, signal.SIG_DFL)
     python, env = interpreter(spec)
     started_at = time.time()  # the job's wall clock starts here (job/wall.py)
+    job = {"kind": "job", "spec": dataclasses.asdict(spec), "started_at": started_at}
+    request.write_text(json.dumps(job, default=str))
     child = subprocess.Popen(
-        [*python, "-m", "orchestrator.job.worker", str(request), repr(started_at)],
+        [*python, "-m", "orchestrator.job.fresh", str(request)],
         preexec_fn=_worker_child,
         env=env,
     )
@@ -144,7 +145,8 @@ def run_child(spec: JobSpec) -> dict | None:
     finally:  # an exception here (submitit's timeout signal, Ctrl-C) must not leave it running
         _stop(child)
     request.unlink(missing_ok=True)
-    wrote = _written_by(result_path, child.pid)
+    row = _written_by(result_path, child.pid)  # the result file, read once here
+    wrote = row is not None
     if -returncode in STOP_SIGNALS and not wrote:
         # Stopped from outside (scancel, the orchestrator's stop, Ctrl-C): no result of its own, so
         # that the scheduler's state decides and a resumed sweep runs the job again.
@@ -152,14 +154,14 @@ def run_child(spec: JobSpec) -> dict | None:
         raise RuntimeError(f"worker process {how_it_ended(returncode)}" + (f": {line}" if line else ""))
     if returncode != 0 and not wrote:
         return _write_ended(spec, rank, returncode, last_line())
-    if rank != 0 or not wrote:
+    if rank != 0 or row is None:
         return None
-    return _with_teardown(result_path, started_at)
+    return _with_teardown(result_path, row, started_at)
 
 
-def _with_teardown(result_path: Path, started_at: float) -> dict:
-    """The result with its teardown (result written -> process gone) and the job's whole wall."""
-    row = json.loads(result_path.read_text())
+def _with_teardown(result_path: Path, row: dict, started_at: float) -> dict:
+    """The result with its teardown (result written -> process gone) and the job's whole wall,
+    written back: the supervisor is the last to know when the job's process was gone."""
     if row.get("wall_written_at") is not None:
         ended = time.time()
         row["wall_teardown_s"] = max(ended - row["wall_written_at"], 0.0)
@@ -192,12 +194,13 @@ def _stop(child: subprocess.Popen) -> None:
         child.wait()
 
 
-def _written_by(path: Path, pid: int) -> bool:
-    """Whether the result file is this child's (its pid inside), not one left by an earlier attempt."""
+def _written_by(path: Path, pid: int) -> dict | None:
+    """The result file where it is this child's (its pid inside), not one left by an earlier attempt."""
     try:
-        return json.loads(path.read_text()).get("pid") == pid
+        row = json.loads(path.read_text())
     except (OSError, ValueError):
-        return False
+        return None
+    return row if row.get("pid") == pid else None
 
 
 def _write_ended(spec: JobSpec, rank: int, returncode: int | None, line: str) -> dict | None:

@@ -26,19 +26,13 @@ from orchestrator.core.files import RESULT_FILE, write_json_atomic
 from orchestrator.core.numbers import payback_steps, saved_per_step_s
 from orchestrator.core.user_code import user_code
 from orchestrator.job import processes
-from orchestrator.job.compile_cost import (
-    ARTIFACTS_FILE,
-    compile_settings,
-    fresh_dir,
-    prime,
-    tlparse_report,
-    torch_trace,
-)
+from orchestrator.job.compile_cost import ARTIFACTS_FILE
 from orchestrator.job.compile_probe import run_probe
+from orchestrator.job.compile_settings import compile_settings, fresh_dir
 from orchestrator.job.context import JobContext, first_line
 from orchestrator.job.device import check_device, job_device
 from orchestrator.job.environment import describe
-from orchestrator.job.fresh import leave, stopped_within
+from orchestrator.job.fresh import stopped_within
 from orchestrator.job.parallelize import (
     init_distributed,
     local_device,
@@ -46,9 +40,12 @@ from orchestrator.job.parallelize import (
     same_weights_on_every_rank,
 )
 from orchestrator.job.peaks import node_peaks
+from orchestrator.job.primer import prime
 from orchestrator.job.protocol import SidesDoNotFit, run_protocol
 from orchestrator.job.result import JobResult, Memory, Probes
+from orchestrator.job.sides import sides_rule
 from orchestrator.job.skeleton import result_skeleton
+from orchestrator.job.trace import tlparse_report, torch_trace
 from orchestrator.job.tracking import log_job
 from orchestrator.job.wall import WallClock
 from workloads import build_workload
@@ -88,11 +85,10 @@ def compile_probes(spec: JobSpec, device: torch.device, cache: Path, result: Job
 def measure(spec: JobSpec, ctx: JobContext, cache: Path) -> None:
     """The protocol in this process, then the fresh processes (processes.py): more paired
     repetitions and each side alone; or, where the sides do not fit together, each side apart."""
-    single_gpu = ctx.world == 1 and ctx.device.type == "cuda"
-    apart = ctx.cfg.bench.sides == "apart" and ctx.world == 1 and ctx.cfg.compile.path == "jit"
+    rule = sides_rule(ctx.cfg, ctx.device, ctx.world)
     why = None
     try:
-        run_protocol(ctx, together=not apart)
+        run_protocol(ctx, rule)
     except SidesDoNotFit as e:
         why = str(e)  # not the exception: its traceback would keep the sides alive
     del ctx.wl  # the fresh processes want the device to themselves
@@ -100,15 +96,14 @@ def measure(spec: JobSpec, ctx: JobContext, cache: Path) -> None:
     gc.collect()
     if ctx.device.type == "cuda":
         torch.cuda.empty_cache()
-    if why is not None or apart:
+    if why is not None or rule.apart:
         with ctx.clock.phase("sides_alone"):
             processes.one_after_the_other(spec, ctx, cache, why)
         return
-    n = processes.default_processes(ctx.cfg.bench.processes, ctx.device, ctx.world)
-    if n > 1:
+    if rule.processes > 1:
         with ctx.clock.phase("processes"):
-            processes.more_processes(spec, ctx, cache, n)
-    if single_gpu and ctx.cfg.bench.memory:
+            processes.more_processes(spec, ctx, cache, rule.processes)
+    if rule.memory_alone:
         try:
             with ctx.clock.phase("sides_alone"):
                 processes.sides_alone(spec, ctx, cache, full=False)
@@ -232,14 +227,7 @@ def run_job(spec: JobSpec, clock: WallClock | None = None) -> dict | None:
     return row
 
 
-def main(request_path: str) -> None:
-    """The child process of `supervisor.Worker`: measure the job whose spec is in REQUEST.json."""
-    import json
-
-    started_at = float(sys.argv[2]) if len(sys.argv) > 2 else None  # the supervisor's launch time
-    run_job(JobSpec(**json.loads(Path(request_path).read_text())), WallClock(started_at))
-    leave()  # the result is written (and logged): no teardown to wait for
-
-
-if __name__ == "__main__":
-    main(sys.argv[1])
+def answer(spec: JobSpec, req: dict) -> None:
+    """job/fresh.py's entry for kind `job`, the child process of `supervisor.Worker`: measure the job
+    (its result file is its answer). `started_at`: the supervisor's launch of this process."""
+    run_job(spec, WallClock(req.get("started_at")))

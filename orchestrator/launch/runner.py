@@ -124,6 +124,8 @@ class Runner:
         spec = attempt.spec
         if attempt.failure is not None:  # the launcher ended it (watchdog, a crash around the worker)
             self._write_failure(attempt, *attempt.failure)
+        # result.json is the record (the supervisor completes it; a requeued job's return value, which
+        # submitit also pickles, may be an earlier attempt's): read once, here.
         result = read_result(spec.job_dir)
         if result is None:
             result = self._write_failure(attempt, *diagnose(attempt, self.launcher.state(attempt)))

@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+NON_FINITE = ("inf", "-inf", "nan", "Infinity", "-Infinity", "NaN")  # how JSON files hold them
 VARYING = {"pid", "wall_written_at", "error_log", "log_stdout", "log_stderr", "timings", "env_git"}
 
 
@@ -23,17 +24,27 @@ def rows(sweep: Path) -> dict[str, dict]:
 
 
 def measured(key: str, value: object) -> bool:
-    return isinstance(value, float) or key in VARYING or key.endswith("_pid")
+    """A figure (a float, or a list or mapping holding one: per-rank throughput, top kernels) or a
+    value that differs from run to run by nature."""
+    if key in VARYING or key.endswith("_pid") or isinstance(value, float) or value in NON_FINITE:
+        return True
+    if isinstance(value, list):
+        return any(measured(key, v) for v in value)
+    if isinstance(value, dict):
+        return any(measured(key, v) for v in value.values())
+    return False
 
 
 def compare(before: dict[str, dict], after: dict[str, dict]) -> list[str]:
     out = [] if set(before) == set(after) else [f"job ids differ: {sorted(set(before) ^ set(after))}"]
     for job_id in sorted(set(before) & set(after)):
         b, a = before[job_id], after[job_id]
-        if set(b) != set(a):
-            out.append(
-                f"{job_id} keys: only before {sorted(set(b) - set(a))}, only after {sorted(set(a) - set(b))}"
-            )
+        # results.jsonl leaves nulls out: a figure measured in one run and null in the other (a
+        # break-even where one speedup fell below 1) is a measurement's, not the schema's, difference
+        only_b = sorted(k for k in set(b) - set(a) if not measured(k, b[k]))
+        only_a = sorted(k for k in set(a) - set(b) if not measured(k, a[k]))
+        if only_b or only_a:
+            out.append(f"{job_id} keys: only before {only_b}, only after {only_a}")
         for key in sorted(set(b) & set(a)):
             vb, va = b[key], a[key]
             if type(vb) is not type(va) and not {type(vb), type(va)} <= {int, float}:

@@ -112,5 +112,4 @@ def run(args: list[str]) -> int:
         return shell_completion(ns.overrides)
     from orchestrator.cli.sweep import run_sweep
 
-    flags = (["-m"] if ns.multirun else []) + (["--dry-run"] if ns.dry_run else [])
-    return run_sweep(ns.overrides + flags)
+    return run_sweep(ns.overrides, multirun=ns.multirun, dry_run=ns.dry_run)

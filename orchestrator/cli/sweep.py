@@ -34,7 +34,6 @@ from orchestrator.results.text import print_table
 from orchestrator.results.time_spent import time_line
 
 LOCK_FILE = "orchestrator.lock"
-MULTIRUN_FLAGS = ("-m", "--multirun")
 
 
 def take_lock(sweep_dir: Path) -> TextIO:
@@ -89,13 +88,13 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def run_sweep(args: list[str]) -> int:
+def run_sweep(overrides: list[str], multirun: bool = False, dry_run: bool = False) -> int:
+    """The sweep of Hydra `overrides`, as the parsed flags say: `multirun` (-m) is accepted, not
+    needed; `dry_run` plans and prints, and runs nothing (the same as `sweep.dry_run=true`)."""
     console = make_console()
-    if any(a in MULTIRUN_FLAGS for a in args):
+    if multirun:
         console.print("[yellow]note: -m is not needed; comma lists and +sweep=NAME already sweep[/yellow]")
-        args = [a for a in args if a not in MULTIRUN_FLAGS]
-    if "--dry-run" in args:
-        args = [a for a in args if a != "--dry-run"] + ["sweep.dry_run=true"]
+    args = [*overrides, "sweep.dry_run=true"] if dry_run else list(overrides)
     started = time.time()
     plan = build_plan(args)
     check_plan(plan)

@@ -6,7 +6,7 @@ worker        device, process group, caches, the result file, wandb
 sides         the one rule for the sides: together, apart, and which fresh processes follow
 result        the typed result: one dataclass per phase, composed into JobResult
 skeleton      the result every job has from its start: who it is, where its logs are
-protocol      the order of the phases (docs/architecture.md), nothing else
+protocol      the order of the phases (docs/architecture.md) and the two decisions between them
 context       what the phases share: config, workload, device, ranks, one step of each kind, timing
 graphs        dynamo's explain (breaks, reasons) and the first compiled call (compile cost, graphs)
 compile_cost  where a compile's seconds went, and the compile's portable cache artifacts

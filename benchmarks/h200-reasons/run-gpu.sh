@@ -9,6 +9,8 @@
 #   t5harness  PyTorch's harness --accuracy --training on its own T5Config() at batch 4, then
 #              t5_parity.py on that build, then bert_eager.py --enqueue (the host's time to enqueue an
 #              eager step), then t5_where.py at 12 layers (sdpa) while the call has time
+#   t5switch   t5_switch.py: t5_parity.py's 'ours' build with one difference from t5_where.py switched at
+#              a time; two processes side by side on the one GPU (one inductor cache), under 300 s in all
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 part=$1
@@ -69,6 +71,25 @@ case "$part" in
       echo "rc=$?" >> "$work/where12.log"
       grep -v "^USDT" "$work/where12.log" | grep -v "^  [EAC]:" | tail -6; gpu_state; save
     fi ;;
+  t5switch)
+    fresh_cache
+    sw() {  # TAG VARIANTS: one process; no variant starts after 200 s, none runs past 280 s
+      timeout -k 5 280 python3 "$here/t5_switch.py" --device cuda --variants "$2" --budget-s 200 --tag "$1" \
+        --out "$work/switch" > "$work/switch-$1.log" 2>&1
+      echo "rc=$?" >> "$work/switch-$1.log"
+    }
+    sw p1 base,cudnn_tf32,proc,attn &
+    p1=$!
+    sw p2 hs,noreorder,where &
+    p2=$!
+    while kill -0 "$p1" 2>/dev/null || kill -0 "$p2" 2>/dev/null; do
+      sleep 5
+      nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu,clocks.sm --format=csv,noheader >> "$work/gpu-mem.csv" 2>&1
+      save
+    done
+    wait "$p1" "$p2"
+    for t in p1 p2; do grep -v "^USDT" "$work/switch-$t.log" | tail -2; cat "$work/switch/t5_switch_$t.txt" 2>/dev/null | cut -c1-330; done
+    gpu_state; save ;;
 esac
 save
 ls -la "$work"

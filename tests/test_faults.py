@@ -24,6 +24,7 @@ FAULTS = {  # user model -> expected failure class
     "KillsItself": "crash",
     "Segfaults": "crash",
     "DiffersWhenCompiled": "parity_fail",
+    "WrongGradWhenCompiled": "parity_fail",
     "NaNWhenCompiled": "parity_fail",
     "EmptyOutput": "parity_fail",
 }
@@ -88,6 +89,11 @@ def test_fault_injection_sweep(tmp_path, fast):
     segv = got["Segfaults"]["error"]  # faulthandler's dump, in one line: the frame that died
     assert "SIGSEGV" in segv and "Segmentation fault" in segv and "user_models.py" in segv, segv
     assert got["DiffersWhenCompiled"]["parity_err"] > got["DiffersWhenCompiled"]["parity_limit"]
+    wrong = got["WrongGradWhenCompiled"]  # the planted wrong gradient, named by its parameter
+    assert wrong["parity_worst"][0]["tensor"] == "grad net.0.weight", wrong["parity_worst"]
+    assert wrong["parity_worst"][0]["err"] > wrong["parity_worst"][0]["limit"]
+    assert "worst tensors: grad net.0.weight" in wrong["parity_error"], wrong["parity_error"]
+    assert all(w["err"] <= w["limit"] for w in wrong["parity_worst"][1:]), "only that one is off"
     for name in FAULTS:  # every failure points at its log, inside the sweep directory
         assert got[name]["log_stderr"].startswith(str(sweep_dir.parent)), got[name]
     assert (sweep_dir / "dashboard.html").exists() and (sweep_dir / "results.csv").exists()

@@ -25,9 +25,12 @@ def test_a_piped_sweep_prints_plain_lines(initargs_sweep):
     assert sum(line.startswith("ok ") for line in lines) == 4, "one progress line per job"
     assert any(line.startswith("done 4  failed 0") for line in lines), "the last status line, on its own"
 
-    shared = "workload=module size=user_models:MLP task=infer dtype=fp32 parallel=none"
-    title = lines.index(f"sweep initargs: 4 job(s); {shared}")
-    header, *rows = lines[title + 1 : title + 6]
+    shared = "workload=module size=user_models:MLP task=infer dtype=fp32 numerics=matmul highest"
+    (title,) = [i for i, line in enumerate(lines) if line.startswith(f"sweep initargs: 4 job(s); {shared}")]
+    at = next(i for i in range(title, len(lines)) if lines[i].startswith("mode "))  # the caption wraps
+    caption = " ".join(lines[title:at])
+    assert caption.endswith("SDP math fp32 parallel=none"), caption
+    header, *rows = lines[at : at + 5]
     columns = header.split()
     assert columns[:2] == ["mode", "init_args"] and "speedup" in columns
     cells = [row.split() for row in rows]

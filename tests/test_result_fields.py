@@ -72,13 +72,13 @@ def test_a_result_reads_back_as_it_was_written_and_old_files_still_read():
     result under benchmarks/ (older schema versions) reads, keeping each value it holds."""
     import json
 
-    from orchestrator.job.result import SECTION_TYPES, CompileMetrics
+    from orchestrator.job.result import SCHEMA_VERSION, SECTION_TYPES, CompileMetrics
 
     full = JobResult(**{name: cls() for name, cls in SECTION_TYPES.items()}, timings={"eager_ms": [1.0]})
     full.compile.metrics = CompileMetrics(compile_frames=2)  # an inline part, merged into its section
     row = full.to_dict()
     assert JobResult.from_dict(row).to_dict() == row
-    assert row["schema_version"] == 2 and row["compile_frames"] == 2
+    assert row["schema_version"] == SCHEMA_VERSION and row["compile_frames"] == 2
     rows = [
         json.loads(line)
         for path in sorted((ROOT / "benchmarks").rglob("results.jsonl"))

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from conftest import by_label, run_cli
 
+from orchestrator.analysis.answers import FigureChange, UpgradePair
 from orchestrator.analysis.upgrade import model_word, pairs
 from orchestrator.config.plan import build_plan
 from orchestrator.config.schema import MEASURED_SECTIONS, CompareConfig
@@ -108,15 +109,14 @@ def test_job_ids_keep_their_value_without_an_interpreter_and_change_with_one(tmp
     assert other.cfg.env.name == ".venv" and renamed.cfg.env.name == "mine" and own.cfg.env.name is None
 
 
-def _pair(setting: str, change: float, judged: str, breaks: bool = False) -> dict:
-    step = {"change": change, "ci": [change - 0.01, change + 0.01], "judged": judged}
-    none = {"change": None, "ci": None, "judged": None}
-    return {
-        "setting": setting,
-        "breaks": breaks,
-        "error": "crash: boom" if breaks else None,
-        "figures": {"compiled_ms": step, "eager_ms": none},
-    }
+def _pair(setting: str, change: float, judged: str, breaks: bool = False) -> UpgradePair:
+    step = FigureChange(change=change, ci=[change - 0.01, change + 0.01], judged=judged)
+    return UpgradePair(
+        setting=setting,
+        breaks=breaks,
+        error="crash: boom" if breaks else None,
+        figures={"compiled_ms": step, "eager_ms": FigureChange()},
+    )
 
 
 @pytest.mark.parametrize(
@@ -147,11 +147,7 @@ def test_a_pair_judges_steps_by_their_repetitions_and_compile_and_memory_by_one_
 
     df = pd.DataFrame([row("a", "/a/python", 5.0, 10.0), row("b", "/b/python", 4.0, 20.0)])
     (pair,) = pairs(df, "a", "b", CompareConfig())
-    step, cold = pair["figures"]["compiled_ms"], pair["figures"]["compile_cold_s"]
-    assert step["ci"] is not None and step["judged"] == "improvement" and step["change"] < -0.15
-    assert (
-        cold["ci"] is None
-        and cold["change"] == pytest.approx(1.0)
-        and cold["judged"].startswith("regression")
-    )
-    assert pair["figures"]["compiled_peak_gib"]["change"] is None
+    step, cold = pair.figures["compiled_ms"], pair.figures["compile_cold_s"]
+    assert step.ci is not None and step.judged == "improvement" and step.change < -0.15
+    assert cold.ci is None and cold.change == pytest.approx(1.0) and cold.judged.startswith("regression")
+    assert pair.figures["compiled_peak_gib"].change is None

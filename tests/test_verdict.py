@@ -181,6 +181,11 @@ def test_real_sweep_prints_writes_and_shows_the_verdict(initargs_sweep, tmp_path
         assert v["outcome"] in ("compile", "eager_cost", "no_gain", "slower", "untrusted"), v
         assert f"verdict {v['model']}: " in stdout
     assert "suite of 2 models" in stdout
+    # The numerics both sides ran at, read back from torch: in every result, the verdict and the table.
+    (numerics,) = {r["numerics"] for r in results(initargs_sweep).values()}
+    assert numerics.startswith("matmul highest") and {v["numerics"] for v in verdict["models"]} == {numerics}
+    words = " ".join(stdout.split())  # the table's caption wraps at the plain width
+    assert f"numerics: {numerics}" in words and f"numerics={numerics}" in words
     page = (initargs_sweep / "dashboard.html").read_text()
     data = json.loads(re.search(r"id='verdict-data'>(.*?)</script>", page).group(1).replace("<\\/", "</"))
     assert [row[0] for row in data["rows"]] == models and page.index("verdict-data") < page.index(

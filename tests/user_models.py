@@ -127,6 +127,18 @@ class DiffersWhenCompiled(MLP):
         return y * 1.01 if torch.compiler.is_compiling() else y
 
 
+class WrongGradWhenCompiled(MLP):
+    """Outputs right, one parameter's gradient doubled under torch.compile (`w + w - w.detach()` is
+    `w` in value, 2 in derivative): a parity failure that only naming the tensor explains."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        first = self.net[0]
+        w = first.weight
+        if torch.compiler.is_compiling():
+            w = w + (w - w.detach())
+        return self.net[2](self.net[1](nn.functional.linear(x, w, first.bias)))
+
+
 class ConvBN(nn.Module):
     """A healthy small conv net with BatchNorm: fp32 reduction order differs, nothing is wrong.
     Inputs [N, 3, H, W]."""

@@ -31,6 +31,7 @@ class ModelVerdict:
     why: str = ""  # the sentence printed
     setting: str | None = None  # the setting the figures are for: the chosen one, else the best passed
     job_id: str | None = None  # that setting's job
+    numerics: str | None = None  # the numerics that job ran at (matmul precision, cuDNN TF32, SDP math)
     speedup: NUMBER = None  # its speedup
     ci: list[NUMBER] = field(default_factory=lambda: [None, None])  # the speedup's 95% CI
     measurable: bool | None = None  # the CI lies above 1

@@ -193,6 +193,7 @@ def decide(part: pd.DataFrame, settings: list[str], vc: VerdictConfig) -> ModelV
     return dataclasses.replace(
         f, jobs=len(part), failed=failed, choice=choice, outcome=outcome, why=why, setting=setting,
         job_id=row[COL.job_id], risks=risks(row), distrust=[r for _, r in reasons],
+        numerics=row.get(COL.numerics) if isinstance(row.get(COL.numerics), str) else None,
     )  # fmt: skip
 
 
@@ -220,10 +221,13 @@ def lines(verdict: Verdict) -> list[str]:
     PLAIN_WIDTH."""
     serving = f"{duration(verdict.serve_s)} of serving (infer) or " if verdict.serve_s else ""
     head = f"verdict for {serving}{verdict.steps:,} steps, {verdict.cache} compile"
+    numerics = {v.numerics for v in verdict.models if v.numerics}
+    head += f"; numerics: {numerics.pop()}" if len(numerics) == 1 else ""  # else per model, below
     out = [head + (f"; every model: {verdict.shared}" if verdict.shared else "")]
     for v in verdict.models:
         head = {"compile": f"use {v.choice}: ", "untrusted": ""}.get(v.outcome, "eager: ")
-        out.append(f"verdict {v.model}: {head}{v.why}")
+        at = f" (at {v.numerics})" if v.numerics and len(numerics) > 1 else ""
+        out.append(f"verdict {v.model}: {head}{v.why}{at}")
         label = "risks" if v.outcome == "compile" else f"risks of {v.setting}"
         more = ([f"{label}: {'; '.join(v.risks)}"] if v.risks else []) + (
             [f"failed: {', '.join(v.failed)}"] if v.failed else []

@@ -13,7 +13,7 @@ compile_cost  where a compile's seconds went, and the compile's portable cache a
 compile_settings  the job's compile settings, cache and numerics in scope; primer: the one-offs
 trace         TORCH_TRACE for a job's scope and tlparse's report
 compile_probe the warm and portable compiles, each in a fresh process
-parity        compiled against eager (and fp64) outputs and gradients
+parity        compiled against eager (and fp64) outputs and gradients; compared: those tensors by name
 speed         FLOPs, warm-up, interleaved timed repetitions, speedup and its CI, throughput, MFU
 isolation     was the job alone on its device and host
 energy        joules per step from NVML

@@ -18,6 +18,7 @@ import torch._inductor.config
 from orchestrator.config.schema import Config
 from orchestrator.core.env_scope import scoped_environ
 from orchestrator.job.inductor_options import flatten
+from orchestrator.job.result import Numerics
 
 
 def fresh_dir(parent: Path, prefix: str) -> Path:
@@ -70,3 +71,21 @@ def matmul_precision(precision: str, sdp_reduced_math: bool = False) -> Iterator
     finally:
         torch.set_float32_matmul_precision(before)
         sdp.allow_fp16_bf16_reduction_math_sdp(sdp_before)
+
+
+def numerics_now() -> Numerics:
+    """The numerics in effect here (inside a job's scope: the job's), read back from torch."""
+    cuda = torch.backends.cuda
+    precision = torch.get_float32_matmul_precision()
+    reduced = cuda.fp16_bf16_reduction_math_sdp_allowed()
+    cudnn_tf32 = torch.backends.cudnn.allow_tf32
+    words = f"matmul {precision}" + (" (TF32)" if precision != "highest" else "")
+    words += f", cuDNN TF32 {'on' if cudnn_tf32 else 'off'}, SDP math {'reduced' if reduced else 'fp32'}"
+    return Numerics(
+        num_matmul_precision=precision,
+        num_cuda_matmul_tf32=cuda.matmul.allow_tf32,
+        num_cudnn_tf32=cudnn_tf32,
+        num_cudnn_benchmark=torch.backends.cudnn.benchmark,
+        num_sdp_reduced_math=reduced,
+        numerics=words,
+    )

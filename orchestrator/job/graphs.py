@@ -12,9 +12,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from orchestrator.core.failures import CompileError, NoGraphError
 from orchestrator.job import energy
+from orchestrator.job.compared import load_buffers, snapshot_buffers
 from orchestrator.job.compile_cost import clear_compilation_metrics
 from orchestrator.job.context import JobContext, Side, first_line, synchronize
-from orchestrator.job.parity import load_buffers, snapshot_buffers
 from orchestrator.job.result import CompileCost, Explain
 from workloads.inputs import call
 

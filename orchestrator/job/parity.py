@@ -9,57 +9,21 @@ import math
 from pathlib import Path
 
 import torch
-from torch import nn
 
 from orchestrator.core.stats import rel_error
+from orchestrator.job.compared import (
+    Reference,
+    buffers,
+    flat_tensors,
+    gradients,
+    load_buffers,
+    worst_tensors,
+)
 from orchestrator.job.context import JobContext, Side, first_line
-from orchestrator.job.parallelize import full_tensor, prepare
+from orchestrator.job.parallelize import prepare
 from orchestrator.job.result import Parity
 from orchestrator.job.tolerance import PARITY_TOL, compute_dtype
 from workloads.inputs import call, map_inputs
-
-
-def flat_tensors(out: object) -> list[torch.Tensor]:
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if isinstance(out, dict):
-        out = list(out.values())
-    if isinstance(out, tuple | list):
-        return [t for o in out for t in flat_tensors(o)]
-    return []
-
-
-def _param_name(name: str) -> str:
-    """Parameter name without the wrappers' prefixes (DDP `module.`, compile `_orig_mod.`)."""
-    return ".".join(p for p in name.split(".") if p not in ("module", "_orig_mod"))
-
-
-def gradients(model: nn.Module) -> dict[str, torch.Tensor]:
-    """Full (unsharded) gradients by parameter name; every rank must call it (FSDP gathers)."""
-    grads = {}
-    for name, p in model.named_parameters():
-        g = p.grad
-        if g is None:
-            continue
-        grads[_param_name(name)] = full_tensor(g)  # FSDP2: a DTensor, gathered
-    return grads
-
-
-def buffers(model: nn.Module) -> dict[str, torch.Tensor]:
-    """Every buffer by name (running statistics, step counters, caches), as the model holds it now."""
-    return {_param_name(name): b for name, b in model.named_buffers()}
-
-
-def snapshot_buffers(model: nn.Module) -> dict[str, torch.Tensor]:
-    return {name: b.detach().clone() for name, b in buffers(model).items()}
-
-
-@torch.no_grad()
-def load_buffers(model: nn.Module, saved: dict[str, torch.Tensor]) -> None:
-    """Put saved buffers back (a warm-up call must not leave one side a step ahead of the other)."""
-    for name, b in buffers(model).items():
-        if name in saved:
-            b.copy_(saved[name])
 
 
 def _buffer_error(bufs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor]) -> float | None:
@@ -72,9 +36,6 @@ def _buffer_error(bufs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor]) -
             return math.inf
     floats = [n for n in sorted(ref) if ref[n].is_floating_point()]
     return rel_error([bufs[n] for n in floats], [ref[n] for n in floats]) if floats else 0.0
-
-
-Reference = tuple[list[torch.Tensor], dict[str, torch.Tensor], dict[str, torch.Tensor]]
 
 
 def _reference(ctx: JobContext, use_fp64: bool) -> Reference:
@@ -136,9 +97,12 @@ def check_parity(ctx: JobContext, eager: Side, compiled: Side, out: dict, fp64: 
     use_fp64 = fp64 and ctx.wl.n_params <= cfg.bench.fp64_max_params
     distributed = cfg.parallel.strategy != "none"
     errs, note = vs_eager, None
+    against: Reference = (flat_tensors(out["eager"]), eager_grads, buffers(eager.model))
     if use_fp64 or distributed:  # against the unwrapped single-process model (fp64 where affordable)
         try:
-            errs = _errors(ctx, eager, compiled, out, _reference(ctx, use_fp64))
+            reference = _reference(ctx, use_fp64)
+            errs = _errors(ctx, eager, compiled, out, reference)
+            against = reference
         except torch.OutOfMemoryError:
             raise
         except Exception as e:  # noqa: BLE001 (the reference is a check's aid: it never sinks the job)
@@ -164,7 +128,11 @@ def check_parity(ctx: JobContext, eager: Side, compiled: Side, out: dict, fp64: 
         ),
         key=lambda kv: -1.0 if kv[1] is None else (math.inf if math.isnan(kv[1]) else kv[1]),
     )[0]
+    rule = {"multiplier": cfg.bench.parity_multiplier} if use_fp64 else None
+    worst = worst_tensors(ctx, eager, compiled, out, against, rule, tol) if ctx.world == 1 else []
+    named = "; ".join(f"{w['tensor']} {w['err']:.3g} (limit {w['limit']:.3g})" for w in worst)
     return Parity(
+        parity_worst=worst,
         parity_reference=reference,
         parity_err=err_c,
         parity_vs_eager=close,
@@ -181,7 +149,7 @@ def check_parity(ctx: JobContext, eager: Side, compiled: Side, out: dict, fp64: 
         if passed
         else (
             f"compiled relative error {err_c:.3g} > limit {limit:.3g} ({reference}; worst: {worst_part}) "
-            f"and {close:.3g} from eager > tol {tol:.3g}"
+            f"and {close:.3g} from eager > tol {tol:.3g}" + (f"; worst tensors: {named}" if named else "")
         ),
         parity_note=note,
     )

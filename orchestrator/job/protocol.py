@@ -16,6 +16,7 @@ import torch
 from orchestrator.config.schema import CUDAGRAPH_MODES
 from orchestrator.core.failures import CompileError, ParityError
 from orchestrator.job import aoti, compile_cost, convergence, graphs, memory, parity, profile, shapes, speed
+from orchestrator.job.compile_settings import numerics_now
 from orchestrator.job.context import JobContext, Side, first_line
 from orchestrator.job.parallelize import prepare
 from orchestrator.job.result import JobResult, ModelFigures, Profile
@@ -41,6 +42,7 @@ def run_protocol(ctx: JobContext, rule: SidesRule) -> JobResult:
         optimizer=ctx.optimizer_text(),
         compute_dtype=compute_dtype(wl.model, cfg.bench.dtype),
     )
+    r.numerics = numerics_now()  # inside the job's scope (compile_settings): what both sides run at
     clock = ctx.clock
     with clock.phase("flops"):
         r.model.flops_per_step, r.model.flops_basis, r.model.random_ops = speed.count_flops(ctx)

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 NUMBER = float | None
-SCHEMA_VERSION = 2
-"""2: `error_where`, `error_log`, `compute_dtype`, `compiled_fraction`; no `explain_break_count` or
-`graph_breaks_compile` (2026-12-04). 1: every result.json before, which carries no version."""
+SCHEMA_VERSION = 3
+"""3: the `numerics` section, `parity_worst` (2026-12-04). 2: `error_where`, `error_log`,
+`compute_dtype`, `compiled_fraction`; no `explain_break_count` or `graph_breaks_compile`
+(2026-12-04). 1: every result.json before, which carries no version."""
 
 
 def figure(header: str | None = None, *, dashboard: bool = False, default: Any = None) -> Any:
@@ -227,6 +228,9 @@ class Parity:
     parity_error: str | None = None
     parity_rng: str | None = None
     parity_note: str | None = None
+    parity_worst: list = field(default_factory=list)
+    """The worst three compared tensors (`loss`/`output[i]`, `grad <param>`, `buffer <name>`), each
+    `{tensor, err, limit}`, by error over limit: which one is off (single-process jobs)."""
 
 
 @dataclass
@@ -386,6 +390,20 @@ class Environment:
 
 
 @dataclass
+class Numerics:
+    """The numerics both sides ran at, read back from torch inside the job's scope (not copied from
+    the config): what a speedup on a GPU depends on as much as on the compiler."""
+
+    num_matmul_precision: str | None = None  # torch.get_float32_matmul_precision(): highest = no TF32
+    num_cuda_matmul_tf32: bool | None = None  # torch.backends.cuda.matmul.allow_tf32
+    num_cudnn_tf32: bool | None = None  # torch.backends.cudnn.allow_tf32 (convolutions)
+    num_cudnn_benchmark: bool | None = None  # torch.backends.cudnn.benchmark
+    num_sdp_reduced_math: bool | None = None  # the math attention kernel may reduce in bf16/fp16
+    numerics: str | None = figure("numerics", dashboard=True)
+    """The above in a few words, as the table and the verdict show them."""
+
+
+@dataclass
 class WallTime:
     """The job's wall time by phase (job/wall.py), seconds; the supervisor adds the teardown."""
 
@@ -433,6 +451,7 @@ class JobResult:
     shapes: Shapes | None = None
     convergence: Convergence | None = None
     environment: Environment | None = None
+    numerics: Numerics | None = None
     wall: WallTime | None = None
     timings: dict | None = None
     """Per repetition: `<side>_ms`, `process`; per step: `<side>_step_ms` (speed.measure_speed)."""
@@ -533,6 +552,7 @@ SECTION_TYPES: dict[str, type] = {
     "shapes": Shapes,
     "convergence": Convergence,
     "environment": Environment,
+    "numerics": Numerics,
     "wall": WallTime,
 }
 INLINE_TYPES = {("compile", "metrics"): CompileMetrics}

@@ -17,9 +17,9 @@ from pathlib import Path
 import torch
 
 from orchestrator.config.spec import JobSpec
+from orchestrator.job.compared import flat_tensors, gradients
 from orchestrator.job.context import Side, job_model, synchronize
 from orchestrator.job.memory import GIB
-from orchestrator.job.parity import flat_tensors, gradients
 from orchestrator.job.primer import prime
 
 ROLES = ("paired", "eager", "compiled")

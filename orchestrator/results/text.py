@@ -27,8 +27,8 @@ from orchestrator.results.present import (
 # declares (job/result.py). Settings first, then the figures; `speedup_ci` is the CI's two ends.
 SETTING_COLUMNS = [
     (k, header(k))
-    for k in (COL.workload, COL.model, COL.size, COL.task, COL.dtype, COL.mode, COL.dynamic, COL.strategy)
-]
+    for k in (COL.workload, COL.model, COL.size, COL.task, COL.dtype, COL.numerics, COL.mode, COL.dynamic)
+] + [(COL.strategy, header(COL.strategy))]
 FIGURE_COLUMNS = [(k, header(k)) for k in (COL.compile_s, COL.eager_ms, COL.compiled_ms, COL.speedup)]
 FIGURE_COLUMNS += [("speedup_ci", "95% CI")]
 FIGURE_COLUMNS += [

@@ -1,0 +1,112 @@
+"""What parity compares, by name: a side's outputs (or loss), its parameters' gradients and its
+buffers, unwrapped from DDP/FSDP/compile's prefixes; and the tensors furthest from a reference, so
+that a parity failure names which one is off."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from orchestrator.core.stats import rel_error
+from orchestrator.job.context import JobContext, Side
+from orchestrator.job.parallelize import full_tensor
+from workloads.inputs import TaskLoss
+
+Reference = tuple[list[torch.Tensor], dict[str, torch.Tensor], dict[str, torch.Tensor]]
+"""A reference's outputs (or loss), gradients by parameter and buffers by name."""
+
+
+def flat_tensors(out: object) -> list[torch.Tensor]:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, dict):
+        out = list(out.values())
+    if isinstance(out, tuple | list):
+        return [t for o in out for t in flat_tensors(o)]
+    return []
+
+
+def _param_name(name: str) -> str:
+    """Parameter name without the wrappers' prefixes (DDP `module.`, compile `_orig_mod.`)."""
+    return ".".join(p for p in name.split(".") if p not in ("module", "_orig_mod"))
+
+
+def gradients(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Full (unsharded) gradients by parameter name; every rank must call it (FSDP gathers)."""
+    grads = {}
+    for name, p in model.named_parameters():
+        g = p.grad
+        if g is None:
+            continue
+        grads[_param_name(name)] = full_tensor(g)  # FSDP2: a DTensor, gathered
+    return grads
+
+
+def buffers(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Every buffer by name (running statistics, step counters, caches), as the model holds it now."""
+    return {_param_name(name): b for name, b in model.named_buffers()}
+
+
+def snapshot_buffers(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: b.detach().clone() for name, b in buffers(model).items()}
+
+
+@torch.no_grad()
+def load_buffers(model: nn.Module, saved: dict[str, torch.Tensor]) -> None:
+    """Put saved buffers back (a warm-up call must not leave one side a step ahead of the other)."""
+    for name, b in buffers(model).items():
+        if name in saved:
+            b.copy_(saved[name])
+
+
+WORST_SHOWN = 3  # tensors a parity result names, the worst first
+
+
+def _named(ctx: JobContext, side: Side, out: object) -> dict[str, torch.Tensor]:
+    """One side's compared tensors by name: `loss` (train) or `output[i]`, `grad <param>`, `buffer <name>`."""
+    values = flat_tensors(out)
+    named = {("loss" if ctx.train and len(values) == 1 else f"output[{i}]"): t for i, t in enumerate(values)}
+    named |= {f"grad {n}": g for n, g in (gradients(side.model) if ctx.train else {}).items()}
+    return named | {f"buffer {n}": b for n, b in buffers(side.model).items() if b.is_floating_point()}
+
+
+def _shown(ctx: JobContext, name: str) -> str:
+    """A tensor's name as the user's model has it: without the training wrapper's `inner.`."""
+    if isinstance(ctx.wl.model, TaskLoss):
+        kind, _, rest = name.partition(" ")
+        return f"{kind} {rest.removeprefix('inner.')}" if rest else name
+    return name
+
+
+def worst_tensors(
+    ctx: JobContext,
+    eager: Side,
+    compiled: Side,
+    out: dict,
+    ref: Reference,
+    limit_of: dict[str, float] | None,
+    tol: float,
+) -> list[dict]:
+    """The compiled tensors furthest from the reference, each with its error and its limit (`tol`,
+    or under the fp64 rule the multiple of eager's own error on that tensor): the worst WORST_SHOWN
+    by error over limit, so that a failure names which output, gradient or buffer is off."""  # fmt: skip
+    ref_vals, ref_grads, ref_bufs = ref
+    reference = {
+        ("loss" if ctx.train and len(ref_vals) == 1 else f"output[{i}]"): t for i, t in enumerate(ref_vals)
+    }
+    reference |= {f"grad {n}": g for n, g in ref_grads.items()}
+    reference |= {f"buffer {n}": b for n, b in ref_bufs.items() if b.is_floating_point()}
+    mine, theirs = _named(ctx, compiled, out["compiled"]), _named(ctx, eager, out["eager"])
+    rows = []
+    for name, r in reference.items():
+        if name not in mine or mine[name].shape != r.shape:
+            continue
+        err = rel_error([mine[name]], [r])
+        limit = tol
+        if limit_of is not None and name in theirs:  # the fp64 rule, tensor by tensor
+            limit = limit_of["multiplier"] * rel_error([theirs[name]], [r]) + tol / 10
+        rows.append({"tensor": _shown(ctx, name), "err": err, "limit": limit})
+    ratio = lambda row: math.inf if math.isnan(row["err"]) else row["err"] / max(row["limit"], 1e-30)  # noqa: E731
+    return sorted(rows, key=ratio, reverse=True)[:WORST_SHOWN]

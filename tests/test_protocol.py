@@ -52,6 +52,14 @@ def test_shape_schedule_recompiles_only_when_static(tmp_path, compile_cache):
     assert static["dyn_compile_s"] > 0
     assert dynamic["dyn_recompiles"] == 0, "dynamic=True compiles once for all shapes"
     assert dynamic["dyn_shapes"] == static["dyn_shapes"] == 3
+    # The verdict's cause for the static one: its recompiles, measured, and the lever that addresses them.
+    import pandas as pd
+
+    from orchestrator.analysis.causes import causes
+
+    (cause,) = causes(pd.Series(static))
+    assert (cause.kind, cause.value, cause.lever) == ("recompiles", 3, "compile.dynamic=true"), cause
+    assert not causes(pd.Series(dynamic)), "nothing to name where nothing recompiled"
 
 
 def test_wrong_compiler_fails_parity_with_figures(tmp_path, compile_cache):

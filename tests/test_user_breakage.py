@@ -85,6 +85,12 @@ def test_a_break_that_leaves_most_of_the_model_eager_shows_in_the_compiled_fract
     assert r["compiled_fraction"] < 0.5 and r["forward_ops"] > 0, "five of six layers run eager"
     skipped = [b for b in r["break_reasons"] if "skipped, runs eager" in b["reason"]]
     assert skipped and skipped[0]["where"].startswith(USER_MODELS)
+    import pandas as pd
+
+    from orchestrator.analysis.causes import causes
+
+    (cause,) = [c for c in causes(pd.Series(r)) if c.kind == "graph_breaks"]  # the verdict's cause
+    assert cause.value == 1 - r["compiled_fraction"] > 0.5 and "of the forward eager" in cause.text
 
 
 def test_gpt2_with_labels_breaks_on_transformers_logging_call(tmp_path, compile_cache):

@@ -306,3 +306,31 @@ def test_an_empty_break_reason_and_a_mostly_eager_model_read_as_risks():
     )
     (said,) = [r for r in risks(row) if "graph break" in r]
     assert said == "2 graph break(s) leaving 80% of the forward eager (top: no reason given)", said
+
+
+def test_the_cause_is_measured_and_said_with_its_number(template, tmp_path):
+    """Slower with the eager step launch-bound (profile figures): the largest cause is the one with
+    milliseconds behind it, with its lever; the graph breaks follow. A gain says why it is faster."""
+    slow = gain("default", 0.8, 0.75, 0.85, 10.0, eager_busy_fraction=0.2, graph_breaks=2,
+                compiled_fraction=0.6, break_reasons=[{"reason": "data-dependent branch\nmore"}])  # fmt: skip
+    plant(tmp_path, template, [CONTROL, slow])
+    (v,) = verdict_of(tmp_path)["models"]
+    kinds = [c["kind"] for c in v["causes"]]
+    assert kinds == ["launch_bound", "graph_breaks"], v["causes"]
+    launch = v["causes"][0]
+    assert (
+        launch["ms_per_step"] == pytest.approx(50.0 * 0.8)
+        and launch["lever"] == "compile.mode=reduce-overhead"
+    )
+    assert v["cause"] == "why: " + launch["text"] and "busy 20%" in v["cause"]
+    assert (
+        "40% of the forward eager" in v["causes"][1]["text"]
+        and "data-dependent branch" in v["causes"][1]["text"]
+    )
+    printed = lines(Verdict.from_dict(verdict_of(tmp_path)))
+    assert any(line.strip().startswith("why: eager keeps the GPU busy 20%") for line in printed), printed
+
+    fast = gain("default", 2.0, 1.9, 2.1, 10.0, eager_kernels_per_step=120.0, compiled_kernels_per_step=30.0)
+    plant(tmp_path / "fast", template, [CONTROL, fast])
+    (f,) = verdict_of(tmp_path / "fast")["models"]
+    assert f["cause"] == "why faster: fusion: 30 kernels a step compiled against 120 eager", f

@@ -20,6 +20,17 @@ def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass
+class Cause:
+    """One measured reason why a setting is slower or faster than eager, with its number."""
+
+    kind: str = ""  # graph_breaks, recompiles, cudagraph_skips, launch_bound, fusion
+    value: NUMBER = None  # the measured value (the share left eager, a count, a busy fraction, a ratio)
+    ms_per_step: NUMBER = None  # the milliseconds of a step it accounts for, where they are measured
+    text: str = ""  # the sentence, with its number
+    lever: str | None = None  # the setting that addresses it, where one is known
+
+
+@dataclass
 class ModelVerdict:
     """One model's answer, and the figures of the setting it is about."""
 
@@ -46,10 +57,13 @@ class ModelVerdict:
     payback_steps: NUMBER = None  # compile seconds over seconds saved per step
     risks: list[str] = field(default_factory=list)  # what could go wrong with the setting
     distrust: list[str] = field(default_factory=list)  # why the answer is not trusted ([] when it is)
+    causes: list[Cause] = field(default_factory=list)  # measured reasons, the largest first
+    cause: str | None = None  # the largest cause's sentence, printed with the answer
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelVerdict:
-        return cls(**_known(cls, data))
+        causes = [Cause(**_known(Cause, c)) for c in data.get("causes", [])]
+        return cls(**{**_known(cls, data), "causes": causes})
 
 
 @dataclass

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from orchestrator.analysis.answers import ModelVerdict, Verdict
+from orchestrator.analysis.causes import cause_line, causes
 from orchestrator.analysis.suite import MEMORY_RATIO, passed_job, setting_text, suite_lines, suite_summary
 from orchestrator.analysis.trust import distrust, remedy
 from orchestrator.config.schema import VerdictConfig
@@ -190,8 +191,10 @@ def decide(part: pd.DataFrame, settings: list[str], vc: VerdictConfig) -> ModelV
         why = (
             f"no trustworthy answer: {said}; to get one: {remedy(reasons)} (best measured: {setting} {gain})"
         )
+    found = causes(row)
     return dataclasses.replace(
         f, jobs=len(part), failed=failed, choice=choice, outcome=outcome, why=why, setting=setting,
+        causes=found, cause=cause_line(found, f.speedup, f.ci),
         job_id=row[COL.job_id], risks=risks(row), distrust=[r for _, r in reasons],
         numerics=row.get(COL.numerics) if isinstance(row.get(COL.numerics), str) else None,
     )  # fmt: skip
@@ -229,8 +232,10 @@ def lines(verdict: Verdict) -> list[str]:
         at = f" (at {v.numerics})" if v.numerics and len(numerics) > 1 else ""
         out.append(f"verdict {v.model}: {head}{v.why}{at}")
         label = "risks" if v.outcome == "compile" else f"risks of {v.setting}"
-        more = ([f"{label}: {'; '.join(v.risks)}"] if v.risks else []) + (
-            [f"failed: {', '.join(v.failed)}"] if v.failed else []
+        more = (
+            ([v.cause] if v.cause else [])
+            + ([f"{label}: {'; '.join(v.risks)}"] if v.risks else [])
+            + ([f"failed: {', '.join(v.failed)}"] if v.failed else [])
         )
         out += [f"  {'; '.join(more)}"] if more else []  # the model's second line, only when there is news
     if verdict.suite:

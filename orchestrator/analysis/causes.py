@@ -1,0 +1,74 @@
+"""Why a compiled setting is slower or faster than eager, from what its job measured: the share of
+the forward graph breaks leave eager, recompiles over the shape schedule, CUDA-graph skips, and, from
+the profile pass (`bench.profile=true`), an eager step that leaves the GPU idle (launch-bound) and
+the kernels a step runs on each side (fusion). Each cause carries its number, the milliseconds of a
+step it accounts for where those are measured, and the setting that addresses it where one is known.
+Nothing here is inferred from the model's kind or size: a cause without its measurement is not named.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from orchestrator.analysis.answers import Cause
+from orchestrator.core.numbers import number
+from orchestrator.job.result import COL
+from orchestrator.results.present import duration
+
+LEFT_EAGER = 0.05  # a share of the forward left eager worth naming
+LAUNCH_BOUND = 0.5  # an eager step that keeps its GPU busy less than this is launch-bound
+FEWER_KERNELS = 1.5  # eager kernels over compiled worth naming as fusion
+
+
+def _listed(row: pd.Series, key: str) -> list:
+    value = row.get(key)
+    return value if isinstance(value, list) else []
+
+
+def causes(row: pd.Series) -> list[Cause]:
+    """The measured causes of one compiled job's speedup, the largest first: those with milliseconds
+    attributed by them, then the others as measured (graph breaks, recompiles, skips)."""
+    found: list[Cause] = []
+    fraction, breaks = number(row.get(COL.compiled_fraction)), number(row.get(COL.graph_breaks)) or 0
+    if breaks > 0 and fraction is not None and 1 - fraction >= LEFT_EAGER:
+        reasons = [str(b.get("reason") or "").splitlines()[:1] for b in _listed(row, COL.break_reasons)]
+        top = next((r[0][:60] for r in reasons if r), "")
+        text = f"graph breaks leave {1 - fraction:.0%} of the forward eager ({breaks:.0f} breaks" + (
+            f"; top: {top})" if top else ")"
+        )
+        lever = "compile.fullgraph=true names each break"
+        found.append(Cause("graph_breaks", 1 - fraction, None, text, lever))
+    recompiles = number(row.get(COL.dyn_recompiles)) or 0
+    if recompiles > 0:
+        seconds = number(row.get(COL.dyn_compile_s))
+        lever = None if row.get(COL.dynamic) is True else "compile.dynamic=true"
+        text = f"{recompiles:.0f} recompile(s) over the shape schedule (+{duration(seconds)} of compiling)"
+        found.append(Cause("recompiles", recompiles, None, text, lever))
+    skips = number(row.get(COL.cudagraph_skips)) or 0
+    if skips > 0:
+        why = (_listed(row, COL.cudagraph_skip_reasons) or ["no reason recorded"])[0][:60]
+        found.append(Cause("cudagraph_skips", skips, None, f"CUDA graphs skipped {skips:.0f}x ({why})", None))
+    busy, eager_ms = number(row.get(COL.eager_busy_fraction)), number(row.get(COL.eager_ms))
+    if busy is not None and eager_ms and busy < LAUNCH_BOUND:
+        idle = eager_ms * (1 - busy)
+        lever = None if row.get(COL.mode) == "reduce-overhead" else "compile.mode=reduce-overhead"
+        text = f"eager keeps the GPU busy {busy:.0%} of its step: launch-bound, {idle:.3g} ms a step idle"
+        found.append(Cause("launch_bound", busy, idle, text, lever))
+    kernels = number(row.get(COL.eager_kernels_per_step)), number(row.get(COL.compiled_kernels_per_step))
+    if kernels[0] and kernels[1] and kernels[0] / kernels[1] >= FEWER_KERNELS:
+        unit = str(row.get(COL.profile_unit) or "kernels").split(" (")[0]
+        text = f"fusion: {kernels[1]:.0f} {unit} a step compiled against {kernels[0]:.0f} eager"
+        found.append(Cause("fusion", kernels[0] / kernels[1], None, text, None))
+    timed = [c for c in found if c.ms_per_step is not None]
+    return sorted(timed, key=lambda c: -(c.ms_per_step or 0.0)) + [c for c in found if c.ms_per_step is None]
+
+
+def cause_line(found: list[Cause], speedup: float | None, ci: list[float | None]) -> str | None:
+    """The sentence the answer carries: why slower (or no gain) where the setting is slower than eager,
+    gains under 10% or its CI includes 1; why faster where it gains, from what made it faster."""
+    low = ci[0]
+    gains = speedup is not None and speedup >= 1.1 and low is not None and low > 1
+    if not gains:
+        return f"why: {found[0].text}" if found else None
+    faster = [c for c in found if c.kind in ("fusion", "launch_bound")]
+    return f"why faster: {faster[0].text}" if faster else None

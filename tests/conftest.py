@@ -21,6 +21,7 @@ FAST = [
     "bench.bootstrap=200",
     "logger=none",
     "compile.probes=false",
+    "verdict.follow_up=false",  # a follow-up job per sweep would grow the suite (one test runs them)
 ]
 
 

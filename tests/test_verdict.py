@@ -334,3 +334,39 @@ def test_the_cause_is_measured_and_said_with_its_number(template, tmp_path):
     plant(tmp_path / "fast", template, [CONTROL, fast])
     (f,) = verdict_of(tmp_path / "fast")["models"]
     assert f["cause"] == "why faster: fusion: 30 kernels a step compiled against 120 eager", f
+
+
+def test_a_follow_up_job_measures_the_lever_and_the_verdict_gives_both_answers(fast, tmp_path):
+    """A static compile over a shape schedule recompiles: the verdict names that cause with its lever,
+    the sweep runs one follow-up with `compile.dynamic=true`, and both answers are printed and kept;
+    the follow-up row is marked, and left out of the model's own answer."""
+    args = [
+        "workload=block", "bench.task=infer", "workload.shapes=[16,24,40]", "compile.dynamic=false",
+        "compile.mode=eager,default", "bench.profile=true",
+        *[a for a in fast if not a.startswith("verdict.follow_up")],
+    ]  # fmt: skip
+    dry = run_cli([*args, "--dry-run"], cwd=tmp_path)
+    assert dry.returncode == 0 and "follow-ups may be added" in dry.stdout, dry.stdout
+    proc = run_cli(args, cwd=tmp_path, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sweep = tmp_path / "sweeps" / "default"
+    rows = results(sweep).values()
+    (follow,) = [r for r in rows if r.get("follow_up_of")]
+    (named,) = [r for r in rows if r["mode"] == "default" and not r.get("follow_up_of")]
+    assert follow["follow_up_of"] == named["job_id"] and follow["lever"] == "compile.dynamic=true"
+    assert follow["dynamic"] is True and follow["dyn_recompiles"] == 0 < named["dyn_recompiles"]
+    (v,) = json.loads((sweep / "verdict.json").read_text())["models"]
+    kinds = {c["kind"]: c for c in v["causes"]}
+    assert v["job_id"] == named["job_id"] and kinds["recompiles"]["affects"] == "compile", v["causes"]
+    # A tiny block on a CPU: the compiled call's own overhead (guards, its wrapper) is measured, and
+    # it is what the answer names when compiled does not gain (recompiles cost compile time, not steps).
+    overhead = kinds["overhead"]
+    assert named["compiled_overhead_ms_per_step"] > 0
+    assert overhead["ms_per_step"] == pytest.approx(named["compiled_overhead_ms_per_step"])
+    if v["speedup"] < 1.1 or v["ci"][0] <= 1:
+        assert v["cause"] == "why: " + overhead["text"], v
+    assert v["follow_up"]["lever"] == "compile.dynamic=true" and v["follow_up"]["cause"] == "recompiles"
+    assert v["follow_up"]["job_id"] == follow["job_id"] and v["follow_up"]["status"] == "ok"
+    assert v["follow_up"]["speedup"] == pytest.approx(follow["speedup"])
+    assert "follow-up: 1 job(s)" in proc.stdout and "follow-up with compile.dynamic=true: " in proc.stdout
+    assert f"verdict {v['model']}: " in proc.stdout, "the answer at the user's settings, first"

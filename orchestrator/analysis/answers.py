@@ -28,6 +28,22 @@ class Cause:
     ms_per_step: NUMBER = None  # the milliseconds of a step it accounts for, where they are measured
     text: str = ""  # the sentence, with its number
     lever: str | None = None  # the setting that addresses it, where one is known
+    affects: str = "step"  # what it costs: the step's time, or the run's `compile` seconds
+
+
+@dataclass
+class FollowUp:
+    """The answer with a lever: the follow-up job that applied it to the named setting."""
+
+    lever: str = ""  # the override (`compile.dynamic=true`)
+    cause: str = ""  # the kind of cause it addresses
+    job_id: str = ""  # the follow-up job
+    status: str = ""  # how it ended
+    speedup: NUMBER = None  # its speedup
+    ci: list[NUMBER] = field(default_factory=lambda: [None, None])  # its 95% CI
+    net_saved_s: NUMBER = None  # over the same run, net of its own compile
+    payback_steps: NUMBER = None  # its compile over its seconds saved per step
+    why: str = ""  # the sentence printed
 
 
 @dataclass
@@ -59,11 +75,14 @@ class ModelVerdict:
     distrust: list[str] = field(default_factory=list)  # why the answer is not trusted ([] when it is)
     causes: list[Cause] = field(default_factory=list)  # measured reasons, the largest first
     cause: str | None = None  # the largest cause's sentence, printed with the answer
+    follow_up: FollowUp | None = None  # the answer with the lever for that cause, where one ran
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelVerdict:
         causes = [Cause(**_known(Cause, c)) for c in data.get("causes", [])]
-        return cls(**{**_known(cls, data), "causes": causes})
+        follow = data.get("follow_up")
+        follow_up = FollowUp(**_known(FollowUp, follow)) if follow else None
+        return cls(**{**_known(cls, data), "causes": causes, "follow_up": follow_up})
 
 
 @dataclass

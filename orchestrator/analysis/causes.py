@@ -1,7 +1,8 @@
 """Why a compiled setting is slower or faster than eager, from what its job measured: the share of
 the forward graph breaks leave eager, recompiles over the shape schedule, CUDA-graph skips, and, from
-the profile pass (`bench.profile=true`), an eager step that leaves the GPU idle (launch-bound) and
-the kernels a step runs on each side (fusion). Each cause carries its number, the milliseconds of a
+the profile pass (`bench.profile=true`), an eager step that leaves the GPU idle (launch-bound), the
+compiled call's own host overhead (guards, the compiled region's wrapper) and the kernels a step runs
+on each side (fusion). Each cause carries its number, the milliseconds of a
 step it accounts for where those are measured, and the setting that addresses it where one is known.
 Nothing here is inferred from the model's kind or size: a cause without its measurement is not named.
 """
@@ -18,6 +19,7 @@ from orchestrator.results.present import duration
 LEFT_EAGER = 0.05  # a share of the forward left eager worth naming
 LAUNCH_BOUND = 0.5  # an eager step that keeps its GPU busy less than this is launch-bound
 FEWER_KERNELS = 1.5  # eager kernels over compiled worth naming as fusion
+OVERHEAD_SHARE = 0.1  # the compiled call's own overhead, as a share of its step, worth naming
 
 
 def _listed(row: pd.Series, key: str) -> list:
@@ -36,14 +38,13 @@ def causes(row: pd.Series) -> list[Cause]:
         text = f"graph breaks leave {1 - fraction:.0%} of the forward eager ({breaks:.0f} breaks" + (
             f"; top: {top})" if top else ")"
         )
-        lever = "compile.fullgraph=true names each break"
-        found.append(Cause("graph_breaks", 1 - fraction, None, text, lever))
+        found.append(Cause("graph_breaks", 1 - fraction, None, text, None))  # the model's to change
     recompiles = number(row.get(COL.dyn_recompiles)) or 0
     if recompiles > 0:
         seconds = number(row.get(COL.dyn_compile_s))
         lever = None if row.get(COL.dynamic) is True else "compile.dynamic=true"
         text = f"{recompiles:.0f} recompile(s) over the shape schedule (+{duration(seconds)} of compiling)"
-        found.append(Cause("recompiles", recompiles, None, text, lever))
+        found.append(Cause("recompiles", recompiles, None, text, lever, affects="compile"))
     skips = number(row.get(COL.cudagraph_skips)) or 0
     if skips > 0:
         why = (_listed(row, COL.cudagraph_skip_reasons) or ["no reason recorded"])[0][:60]
@@ -54,6 +55,16 @@ def causes(row: pd.Series) -> list[Cause]:
         lever = None if row.get(COL.mode) == "reduce-overhead" else "compile.mode=reduce-overhead"
         text = f"eager keeps the GPU busy {busy:.0%} of its step: launch-bound, {idle:.3g} ms a step idle"
         found.append(Cause("launch_bound", busy, idle, text, lever))
+    overhead, compiled_ms = (
+        number(row.get(COL.compiled_overhead_ms_per_step)),
+        number(row.get(COL.compiled_ms)),
+    )
+    if overhead and compiled_ms and overhead / compiled_ms >= OVERHEAD_SHARE:
+        text = (
+            f"the compiled call's own overhead (guards, the compiled region's wrapper) takes "
+            f"{overhead:.3g} ms of its {compiled_ms:.3g} ms step"
+        )
+        found.append(Cause("overhead", overhead / compiled_ms, overhead, text, None))
     kernels = number(row.get(COL.eager_kernels_per_step)), number(row.get(COL.compiled_kernels_per_step))
     if kernels[0] and kernels[1] and kernels[0] / kernels[1] >= FEWER_KERNELS:
         unit = str(row.get(COL.profile_unit) or "kernels").split(" (")[0]
@@ -63,12 +74,15 @@ def causes(row: pd.Series) -> list[Cause]:
     return sorted(timed, key=lambda c: -(c.ms_per_step or 0.0)) + [c for c in found if c.ms_per_step is None]
 
 
-def cause_line(found: list[Cause], speedup: float | None, ci: list[float | None]) -> str | None:
+def cause_line(found: list[Cause], speedup: float | None, ci: list[float | None], outcome: str) -> str | None:
     """The sentence the answer carries: why slower (or no gain) where the setting is slower than eager,
-    gains under 10% or its CI includes 1; why faster where it gains, from what made it faster."""
+    gains under 10% or its CI includes 1, from what costs the step time (or, where the gain is there
+    but its compile is never paid back, from what costs compile time); why faster where it gains."""
     low = ci[0]
     gains = speedup is not None and speedup >= 1.1 and low is not None and low > 1
-    if not gains:
-        return f"why: {found[0].text}" if found else None
-    faster = [c for c in found if c.kind in ("fusion", "launch_bound")]
-    return f"why faster: {faster[0].text}" if faster else None
+    if gains and outcome != "eager_cost":
+        faster = [c for c in found if c.kind in ("fusion", "launch_bound")]
+        return f"why faster: {faster[0].text}" if faster else None
+    wanted = "compile" if outcome == "eager_cost" else "step"
+    slower = [c for c in found if c.affects == wanted and c.kind != "fusion"]
+    return f"why: {slower[0].text}" if slower else None

@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 
+from orchestrator.analysis.follow_up import main_rows
 from orchestrator.config.schema import CompareConfig
 from orchestrator.core.numbers import is_false, number
 from orchestrator.core.stats import change_ci
@@ -70,8 +71,8 @@ def compare_tables(
     """One row per finding (a regression, an improvement, an inconclusive change, a missing job).
     Where both sweeps kept their timings, speed is judged by the CI of its change (stats.verdict)."""
     rows = []
-    b = base.set_index(COL.job_id)
-    c = cand.set_index(COL.job_id)
+    b = main_rows(base).set_index(COL.job_id)  # follow-up jobs answer for a lever, not the sweep
+    c = main_rows(cand).set_index(COL.job_id)
 
     def add(job_id: str, label: str, check: str, regression: bool, note: str, vb=None, vc=None, change=None):
         verdict = "regression" if regression else note.split(":")[0] if ":" in note else None

@@ -19,6 +19,7 @@ import pandas as pd
 
 from orchestrator.analysis.answers import Comparison, FigureChange, Upgrade, UpgradePair, UpgradeWord
 from orchestrator.analysis.compare import paired_timings, samples
+from orchestrator.analysis.follow_up import main_rows
 from orchestrator.config.plan import job_id_of
 from orchestrator.config.schema import CompareConfig
 from orchestrator.core.files import write_json_atomic
@@ -97,6 +98,7 @@ def _figure(
 def pairs(df: pd.DataFrame, base_env: str, cand_env: str, th: CompareConfig) -> list[UpgradePair]:
     """Each setting measured in both environments: the change of every figure, counts and status."""
     timings = paired_timings(df)
+    df = main_rows(df)  # follow-up jobs answer for a lever, not for an environment
     keyed = df.assign(_pair=df[COL.config].map(_pair_key))
     base = keyed[keyed[COL.env] == base_env].set_index("_pair")
     cand = keyed[keyed[COL.env] == cand_env].set_index("_pair")

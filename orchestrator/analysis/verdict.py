@@ -15,11 +15,13 @@ from typing import Any
 
 import pandas as pd
 
-from orchestrator.analysis.answers import ModelVerdict, Verdict
+from orchestrator.analysis.answers import FollowUp, ModelVerdict, Verdict
 from orchestrator.analysis.causes import cause_line, causes
+from orchestrator.analysis.follow_up import main_rows
 from orchestrator.analysis.suite import MEMORY_RATIO, passed_job, setting_text, suite_lines, suite_summary
 from orchestrator.analysis.trust import distrust, remedy
 from orchestrator.config.schema import VerdictConfig
+from orchestrator.core.failures import failure_message
 from orchestrator.core.files import write_json_atomic
 from orchestrator.core.numbers import is_false, number, payback_steps, saved_per_step_s
 from orchestrator.job.result import COL
@@ -194,16 +196,32 @@ def decide(part: pd.DataFrame, settings: list[str], vc: VerdictConfig) -> ModelV
     found = causes(row)
     return dataclasses.replace(
         f, jobs=len(part), failed=failed, choice=choice, outcome=outcome, why=why, setting=setting,
-        causes=found, cause=cause_line(found, f.speedup, f.ci),
+        causes=found, cause=cause_line(found, f.speedup, f.ci, outcome),
         job_id=row[COL.job_id], risks=risks(row), distrust=[r for _, r in reasons],
         numerics=row.get(COL.numerics) if isinstance(row.get(COL.numerics), str) else None,
     )  # fmt: skip
 
 
+def follow_up_answer(row: pd.Series, vc: VerdictConfig) -> FollowUp:
+    """A follow-up job's answer: its figures over the same run, or how it ended."""
+    out = FollowUp(lever=str(row[COL.lever]), job_id=row[COL.job_id], status=str(row[COL.status]))
+    if not passed_job(row):
+        return dataclasses.replace(out, why=f"with {out.lever}: {row[COL.status]} ({failure_message(row)})")
+    f = assess(row, vc)
+    gain = f"{f.speedup:.3g}x [{ci_text(*f.ci)}]"
+    net = f"saves {duration(f.net_saved_s)}" if (f.net_saved_s or 0) > 0 else "saves nothing"
+    why = f"with {out.lever}: {gain}; {net} over {f.run} net of {duration(f.compile_s)} compile"
+    return dataclasses.replace(
+        out, speedup=f.speedup, ci=f.ci, net_saved_s=f.net_saved_s, payback_steps=f.payback_steps, why=why
+    )
+
+
 def compute(df: pd.DataFrame, plan: dict[str, Any], vc: VerdictConfig) -> Verdict:
     """The verdict of every model of a results table (its sweep's `plan` names the swept axes), and
-    the suite summary where there are several."""
-    df, swept = with_axes(df, plan)
+    the suite summary where there are several. Follow-up jobs (analysis/follow_up.py) do not take
+    part in a model's answer or the suite: each is the answer with its lever, beside it."""
+    follow = df[df[COL.follow_up_of].notna()] if COL.follow_up_of in df else df.iloc[0:0]
+    df, swept = with_axes(main_rows(df), plan)
     df = in_mode_order(df)
     models = model_columns(df, swept)
     settings = [COL.mode] + [c for c in swept if c != COL.mode and c not in models]
@@ -215,6 +233,12 @@ def compute(df: pd.DataFrame, plan: dict[str, Any], vc: VerdictConfig) -> Verdic
         dataclasses.replace(decide(part, settings, vc), model=name or "all")
         for name, part in df.groupby(names, sort=False)
     ]
+    for v in verdicts:  # the answer with its lever, where a follow-up of the named setting ran
+        ran = follow[follow[COL.follow_up_of] == v.job_id]
+        if len(ran):
+            answer = follow_up_answer(ran.iloc[-1], vc)
+            kinds = [c.kind for c in v.causes if c.lever == answer.lever]
+            v.follow_up = dataclasses.replace(answer, cause=kinds[0] if kinds else "")
     suite = suite_summary(df.assign(_model=names), settings) if len(verdicts) > 1 else None
     return Verdict(vc.steps, vc.serve_s, str(vc.cache), shared, verdicts, suite)
 
@@ -238,6 +262,7 @@ def lines(verdict: Verdict) -> list[str]:
             + ([f"failed: {', '.join(v.failed)}"] if v.failed else [])
         )
         out += [f"  {'; '.join(more)}"] if more else []  # the model's second line, only when there is news
+        out += [f"  follow-up {v.follow_up.why}"] if v.follow_up else []
     if verdict.suite:
         out += suite_lines(verdict.suite, PLAIN_WIDTH)
     return [line if len(line) <= PLAIN_WIDTH else line[: PLAIN_WIDTH - 3] + "..." for line in out]

@@ -15,7 +15,9 @@ from typing import TextIO
 from omegaconf import OmegaConf
 from rich.console import Console
 
+from orchestrator.analysis.follow_up import follow_up_specs
 from orchestrator.analysis.upgrade import print_upgrade, write_upgrade
+from orchestrator.analysis.verdict import compute as compute_verdict
 from orchestrator.analysis.verdict import print_verdict, write_verdict
 from orchestrator.cli.console import make_console
 from orchestrator.config.plan import Plan, build_plan
@@ -64,6 +66,11 @@ def print_plan(plan: Plan, console: Console) -> None:
         done = read_result(job.job_dir)
         state = f" (finished: {done[COL.status]})" if done else ""
         console.print(f"  {job.job_id}  {job.label}{state}")
+    if plan.base.verdict.follow_up:
+        console.print(
+            "follow-ups may be added: one job per model whose verdict names a measured cause with a "
+            "remedy, the lever applied to its named setting (verdict.follow_up=false: none)"
+        )
 
 
 @contextlib.contextmanager
@@ -138,9 +145,38 @@ def _run(plan: Plan, console: Console, started: float) -> int:
         console.print(f"submitted {len(todo)} job(s); later: python -m orchestrator status {plan.sweep_dir}")
         return 0
     runner.run(todo)
+    if base.verdict.follow_up:
+        jobs |= run_follow_ups(plan, jobs, runner, console)
     if not console.is_terminal:
         console.line()  # rich's Live ends its last status line without a newline off a terminal
     return finish(plan.sweep_dir, base, console, jobs, set(jobs), started)
+
+
+def run_follow_ups(plan: Plan, jobs: dict[str, dict], runner: Runner, console: Console) -> dict[str, dict]:
+    """The follow-up jobs the sweep's verdict asks for (analysis/follow_up.py), run; their plan entries."""
+    df = gather(plan.sweep_dir, jobs)
+    df = df[df[COL.job_id].isin(set(jobs))] if not df.empty else df
+    if df.empty:
+        return {}
+    specs = follow_up_specs(compute_verdict(df, jobs, plan.base.verdict), df, str(plan.sweep_dir))
+    added = {
+        s.job_id: {"label": s.label, "axes": s.axes, "follow_up_of": s.follow_up_of, "lever": s.lever}
+        for s in specs
+    }
+    if not added:
+        return {}
+    write_json_atomic(plan.sweep_dir / PLAN_FILE, {"name": plan.name, "jobs": {**jobs, **added}})
+    todo = []
+    for spec in specs:
+        spec.job_dir.mkdir(parents=True, exist_ok=True)
+        (spec.job_dir / "config.yaml").write_text(OmegaConf.to_yaml(spec.config))
+        done = read_result(spec.job_dir)
+        if done is None or (plan.base.sweep.rerun_failed and done[COL.status] != "ok"):
+            todo.append(spec)
+    levers = "; ".join(f"{s.lever} for {s.follow_up_of}" for s in specs)
+    console.print(f"follow-up: {len(specs)} job(s), {len(specs) - len(todo)} already finished: {levers}")
+    runner.run(todo)
+    return added
 
 
 def finish(

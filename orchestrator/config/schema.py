@@ -389,6 +389,9 @@ class VerdictConfig:
     """No answer when the named setting's speedup CI is wider than this fraction of its speedup."""
     control_tolerance: float = 0.02
     """No answer when the eager-against-eager control's CI lies wholly beyond 1 +/- this."""
+    follow_up: bool = True
+    """After the sweep, one follow-up job per model for its largest measured cause with a remedy (the
+    lever applied to the named setting), so that the verdict gives both answers; false: none."""
 
     def __post_init__(self) -> None:
         check_min("verdict.steps", self.steps, 1)

@@ -32,6 +32,10 @@ class JobSpec:
     """The whole resolved config as plain containers."""
     sweep_dir: str
     """The sweep directory (absolute)."""
+    follow_up_of: str | None = None
+    """A follow-up job (analysis/follow_up.py): the job whose verdict named the lever it measures."""
+    lever: str | None = None
+    """A follow-up job: the one override (`compile.dynamic=true`) that makes it from that job."""
 
     @property
     def job_dir(self) -> Path:
@@ -44,7 +48,8 @@ class JobSpec:
 
     @property
     def label(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in self.axes.items()) or self.job_id
+        own = " ".join(f"{k}={v}" for k, v in self.axes.items()) or self.job_id
+        return f"{own} with {self.lever}" if self.lever else own
 
 
 def to_job_config(container: dict[str, Any]) -> Config:

@@ -26,6 +26,9 @@ from orchestrator.job.peaks import peak_bandwidth, peak_flops
 from orchestrator.job.result import Profile, SideProfile
 
 TOP = 5
+# The compiled call's own host work: dynamo's guard check, and the compiled region's wrapper around
+# its kernels (their self time: the kernels and ops they call count apart).
+OVERHEAD_EVENTS = ("TorchDynamo Cache Lookup", "Torch-Compiled Region")
 CPU_UNIT = "cpu ops (aten; compiled C++ kernels run inside their region)"
 MAX_STEPS = 5  # profiled steps per side: enough to average, a trace of a few MB
 # Inductor counts a graph's bytes only while this logger is enabled for INFO (compile_fx.py).
@@ -114,6 +117,8 @@ def _profile_side(ctx: JobContext, side: Side, name: str, steps: int) -> SidePro
         events = [e for e in aten if not any(c.name.startswith("aten::") for c in e.cpu_children)]
         times = [(e.name, e.self_cpu_time_total) for e in prof.events() if e.device_type == DeviceType.CPU]
         busy_fraction = None
+    host = [e for e in prof.events() if e.device_type == DeviceType.CPU]
+    overhead_us = sum(e.self_cpu_time_total for e in host if e.name.startswith(OVERHEAD_EVENTS))
     by_name: dict[str, float] = {}
     for kname, us in times:
         by_name[kname] = by_name.get(kname, 0.0) + us
@@ -122,6 +127,7 @@ def _profile_side(ctx: JobContext, side: Side, name: str, steps: int) -> SidePro
     return SideProfile(
         kernels_per_step=len(events) / steps,
         busy_fraction=busy_fraction,
+        overhead_ms_per_step=overhead_us / steps / 1000,
         profile_step_ms=wall_us / steps / 1000,
         top_kernels=[
             {"name": k[:160], "ms_per_step": us / steps / 1000, "share": us / total} for k, us in top

@@ -73,6 +73,11 @@ class Identity:
     freezing: bool | None = setting("compile.freezing", "compile")
     path: str | None = setting("compile.path", "compile")
     world_size: int = figure(dashboard=True, default=1)
+    follow_up_of: str | None = figure(dashboard=True)
+    """A follow-up job: the job whose verdict named the lever it measures (kept out of the suite,
+    compare and the upgrade A/B)."""
+    lever: str | None = figure(dashboard=True)
+    """A follow-up job: the override that makes it from that job (`compile.dynamic=true`)."""
 
 
 @dataclass
@@ -320,6 +325,9 @@ class SideProfile:
 
     kernels_per_step: NUMBER = None
     busy_fraction: NUMBER = None
+    overhead_ms_per_step: NUMBER = None
+    """The compiled call's own host time a step: dynamo's guard check and the compiled region's
+    wrapper (their self time under the profiler; 0 for eager)."""
     profile_step_ms: NUMBER = None
     top_kernels: list = field(default_factory=list)
     profile_trace: str | None = None

@@ -23,8 +23,9 @@ def result_skeleton(spec: JobSpec) -> JobResult:
     """A result that knows who the job is and where its logs are, and says `crash` until measured."""
     cfg = spec.cfg
     identity = Identity(
-        job_id=spec.job_id, sweep=cfg.sweep.name, label=spec.label, axes=spec.axes, config=spec.config
-    )
+        job_id=spec.job_id, sweep=cfg.sweep.name, label=spec.label, axes=spec.axes, config=spec.config,
+        follow_up_of=spec.follow_up_of, lever=spec.lever,
+    )  # fmt: skip
     for rf in FIELDS.values():  # each setting from the config key it comes from
         if rf.source:
             section, key = rf.source.split(".")

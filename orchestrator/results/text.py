@@ -28,7 +28,7 @@ from orchestrator.results.present import (
 SETTING_COLUMNS = [
     (k, header(k))
     for k in (COL.workload, COL.model, COL.size, COL.task, COL.dtype, COL.numerics, COL.mode, COL.dynamic)
-] + [(COL.strategy, header(COL.strategy))]
+] + [(COL.strategy, header(COL.strategy)), (COL.lever, "follow-up lever")]
 FIGURE_COLUMNS = [(k, header(k)) for k in (COL.compile_s, COL.eager_ms, COL.compiled_ms, COL.speedup)]
 FIGURE_COLUMNS += [("speedup_ci", "95% CI")]
 FIGURE_COLUMNS += [

@@ -29,6 +29,7 @@ def review_sweep(tmp_path_factory, compile_cache):
             "bench.warmup=1",
             "logger=none",
             "compile.probes=false",  # the review is of the page and compare, not of compile cost
+            "verdict.follow_up=false",  # nor of follow-ups (tests/test_verdict.py runs one)
             "compile.cache=shared",
             f"compile.cache_dir={compile_cache}",
         ],

@@ -370,3 +370,35 @@ def test_a_follow_up_job_measures_the_lever_and_the_verdict_gives_both_answers(f
     assert v["follow_up"]["speedup"] == pytest.approx(follow["speedup"])
     assert "follow-up: 1 job(s)" in proc.stdout and "follow-up with compile.dynamic=true: " in proc.stdout
     assert f"verdict {v['model']}: " in proc.stdout, "the answer at the user's settings, first"
+
+
+def test_where_the_step_time_moved_is_a_cause_with_a_lever_only_where_it_acts(template, tmp_path):
+    """The profile's time split: matmul kernels that take 4 ms longer compiled, on a GPU without TF32,
+    are the largest cause and ask for one follow-up with TF32; on a CPU the same figures ask for none."""
+    from orchestrator.analysis.follow_up import follow_up_specs
+
+    split = dict(
+        eager_time_split={"matmul": 5.0, "elementwise": 4.0},
+        compiled_time_split={"matmul": 9.0, "fused": 1.0},
+        num_matmul_precision="highest",
+    )
+    for device, cuda in (("gpu", "13.0"), ("cpu", None)):
+        slow = gain("default", 0.8, 0.75, 0.85, 10.0, env_cuda=cuda, **split)
+        plant(tmp_path / device, template, [CONTROL, slow])
+    (v,) = verdict_of(tmp_path / "gpu")["models"]
+    first = v["causes"][0]
+    assert (first["kind"], first["ms_per_step"]) == ("matmul_slower", 4.0), v["causes"]
+    assert first["lever"] == "bench.matmul_precision=high" and v["cause"].startswith(
+        "why: matmul kernels take 9"
+    )
+    assert "elementwise_faster" in {c["kind"] for c in v["causes"]}, "4 ms eager, 1 ms fused"
+    plan = read_plan(tmp_path / "gpu")
+    df = gather(tmp_path / "gpu", plan)
+    (spec,) = follow_up_specs(compute(df, plan, VerdictConfig()), df, str(tmp_path / "gpu"))
+    assert spec.lever == "bench.matmul_precision=high" and spec.follow_up_of == v["job_id"]
+    assert spec.cfg.bench.matmul_precision == "high" and spec.job_id != v["job_id"]
+    (c,) = verdict_of(tmp_path / "cpu")["models"]
+    assert c["causes"][0]["lever"] is None, "TF32 does nothing on a CPU"
+    plan = read_plan(tmp_path / "cpu")
+    df = gather(tmp_path / "cpu", plan)
+    assert follow_up_specs(compute(df, plan, VerdictConfig()), df, str(tmp_path / "cpu")) == []

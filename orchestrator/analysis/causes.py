@@ -20,6 +20,7 @@ LEFT_EAGER = 0.05  # a share of the forward left eager worth naming
 LAUNCH_BOUND = 0.5  # an eager step that keeps its GPU busy less than this is launch-bound
 FEWER_KERNELS = 1.5  # eager kernels over compiled worth naming as fusion
 OVERHEAD_SHARE = 0.1  # the compiled call's own overhead, as a share of its step, worth naming
+SPLIT_SHARE = 0.05  # a kind of kernel whose time moved by this share of the compiled step is named
 
 
 def _listed(row: pd.Series, key: str) -> list:
@@ -70,8 +71,50 @@ def causes(row: pd.Series) -> list[Cause]:
         unit = str(row.get(COL.profile_unit) or "kernels").split(" (")[0]
         text = f"fusion: {kernels[1]:.0f} {unit} a step compiled against {kernels[0]:.0f} eager"
         found.append(Cause("fusion", kernels[0] / kernels[1], None, text, None))
+    found += _split_causes(row)
     timed = [c for c in found if c.ms_per_step is not None]
     return sorted(timed, key=lambda c: -(c.ms_per_step or 0.0)) + [c for c in found if c.ms_per_step is None]
+
+
+def _kind_lever(row: pd.Series, kind: str) -> str | None:
+    """The setting that speeds a kind of kernel up where the job ran without it (a GPU's numerics)."""
+    if not row.get(COL.env_cuda):
+        return None
+    if kind == "matmul" and row.get(COL.num_matmul_precision) == "highest":
+        return "bench.matmul_precision=high"  # float32 matmuls on TF32 tensor cores
+    if kind == "attention" and row.get(COL.num_sdp_reduced_math) is False:
+        return "bench.sdp_reduced_math=true"  # the math attention kernel reducing in bf16/fp16
+    return None
+
+
+def _pointwise(split: dict) -> dict:
+    """Inductor's generated kernels do what eager's elementwise kernels did (fused): one kind."""
+    out = {k: v for k, v in split.items() if k not in ("fused", "elementwise")}
+    both = (number(split.get("fused")) or 0.0) + (number(split.get("elementwise")) or 0.0)
+    return out | ({"elementwise": both} if "fused" in split or "elementwise" in split else {})
+
+
+def _split_causes(row: pd.Series) -> list[Cause]:
+    """Where the step's time moved between the sides, by kind of kernel (the profile's time split):
+    a kind that takes longer compiled is a cause of slowness, one that takes less a cause of a gain."""
+    eager, compiled = row.get(COL.eager_time_split), row.get(COL.compiled_time_split)
+    compiled_ms = number(row.get(COL.compiled_ms))
+    if not isinstance(eager, dict) or not isinstance(compiled, dict) or not compiled_ms:
+        return []
+    eager, compiled = _pointwise(eager), _pointwise(compiled)
+    out = []
+    for kind in dict.fromkeys([*compiled, *eager]):
+        if kind == "host":  # the compiled call's own overhead: the `overhead` cause names it
+            continue
+        e, c = number(eager.get(kind)) or 0.0, number(compiled.get(kind)) or 0.0
+        if abs(c - e) < SPLIT_SHARE * compiled_ms:
+            continue
+        slower = c > e
+        named = "elementwise (fused or not)" if kind == "elementwise" else kind
+        text = f"{named} kernels take {c:.3g} ms a compiled step against {e:.3g} ms eager"
+        lever = _kind_lever(row, kind) if slower else None
+        out.append(Cause(f"{kind}_{'slower' if slower else 'faster'}", c - e, abs(c - e), text, lever))
+    return out
 
 
 def cause_line(found: list[Cause], speedup: float | None, ci: list[float | None], outcome: str) -> str | None:
@@ -81,8 +124,10 @@ def cause_line(found: list[Cause], speedup: float | None, ci: list[float | None]
     low = ci[0]
     gains = speedup is not None and speedup >= 1.1 and low is not None and low > 1
     if gains and outcome != "eager_cost":
-        faster = [c for c in found if c.kind in ("fusion", "launch_bound")]
+        faster = [c for c in found if c.kind in ("fusion", "launch_bound") or c.kind.endswith("_faster")]
         return f"why faster: {faster[0].text}" if faster else None
     wanted = "compile" if outcome == "eager_cost" else "step"
-    slower = [c for c in found if c.affects == wanted and c.kind != "fusion"]
+    slower = [
+        c for c in found if c.affects == wanted and c.kind != "fusion" and not c.kind.endswith("_faster")
+    ]
     return f"why: {slower[0].text}" if slower else None

@@ -18,7 +18,8 @@ from orchestrator.config.plan import job_id_of
 from orchestrator.config.spec import JobSpec, to_job_config
 from orchestrator.job.result import COL, keys_of
 
-CUDA_ONLY = ("compile.mode=reduce-overhead", "bench.matmul_precision=high")  # nothing to do on a CPU
+# Levers that do nothing on a CPU: CUDA graphs, TF32, the math attention kernel's reduced precision.
+CUDA_ONLY = ("compile.mode=reduce-overhead", "bench.matmul_precision=high", "bench.sdp_reduced_math=true")
 
 
 def main_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -29,7 +30,12 @@ def main_rows(df: pd.DataFrame) -> pd.DataFrame:
 def _measured_already(rows: pd.DataFrame, lever: str) -> bool:
     """Whether a job of the model already runs with the lever's value."""
     key, _, value = lever.partition("=")
-    column = {"compile.dynamic": COL.dynamic, "compile.mode": COL.mode}.get(key)
+    column = {
+        "compile.dynamic": COL.dynamic,
+        "compile.mode": COL.mode,
+        "bench.matmul_precision": COL.num_matmul_precision,
+        "bench.sdp_reduced_math": COL.num_sdp_reduced_math,
+    }.get(key)
     if column is None or column not in rows:
         return False
     return any(str(v).lower() == value.lower() for v in rows[column])

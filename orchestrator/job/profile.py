@@ -86,6 +86,23 @@ def eager_bytes(ctx: JobContext, eager: Side) -> int:
     return counter.bytes
 
 
+# Kernel (op) names to the kind of work, first match wins; names are lower-cased. A label of measured
+# time, not a measurement: `other` holds what no pattern knows.
+KINDS = (
+    ("host", ("torchdynamo cache lookup", "torch-compiled region")),
+    ("attention", ("flash", "fmha", "attention", "sdpa", "scaled_dot_product", "_efficient_attention")),
+    ("matmul", ("gemm", "addmm", "aten::mm", "aten::bmm", "matmul", "cutlass", "xmma", "cublas", "linear")),
+    ("fused", ("triton_", "cpp_fused", "kernel_cpp", "## call compiledfxgraph")),  # CPU: its C++ kernels
+    ("copy", ("copy", "memcpy", "memset", "aten::cat", "clone", "contiguous", "transpose", "permute")),
+    ("elementwise", ("elementwise", "vectorized", "reduce", "norm", "gelu", "softmax", "aten::", "native")),
+)
+
+
+def kernel_kind(name: str) -> str:
+    low = name.lower()
+    return next((kind for kind, marks in KINDS if any(m in low for m in marks)), "other")
+
+
 def _profile_side(ctx: JobContext, side: Side, name: str, steps: int) -> SideProfile:
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
@@ -124,6 +141,10 @@ def _profile_side(ctx: JobContext, side: Side, name: str, steps: int) -> SidePro
         by_name[kname] = by_name.get(kname, 0.0) + us
     total = sum(by_name.values()) or 1.0
     top = sorted(by_name.items(), key=lambda kv: -kv[1])[:TOP]
+    split: dict[str, float] = {}
+    for kname, us in by_name.items():
+        kind = kernel_kind(kname)
+        split[kind] = split.get(kind, 0.0) + us / steps / 1000
     return SideProfile(
         kernels_per_step=len(events) / steps,
         busy_fraction=busy_fraction,
@@ -133,6 +154,7 @@ def _profile_side(ctx: JobContext, side: Side, name: str, steps: int) -> SidePro
             {"name": k[:160], "ms_per_step": us / steps / 1000, "share": us / total} for k, us in top
         ],
         profile_trace=str(trace),
+        time_split=dict(sorted(split.items(), key=lambda kv: -kv[1])),
     )
 
 

@@ -330,6 +330,10 @@ class SideProfile:
     wrapper (their self time under the profiler; 0 for eager)."""
     profile_step_ms: NUMBER = None
     top_kernels: list = field(default_factory=list)
+    time_split: dict = field(default_factory=dict)
+    """Where a step's kernel (CPU: op) time goes, ms per step by kind: `matmul`, `attention`,
+    `fused` (inductor's generated kernels), `elementwise`, `copy`, `host` (the compiled call's own
+    wrapper), `other` (job/profile.py `kernel_kind`)."""
     profile_trace: str | None = None
     bytes_per_step: NUMBER = None
     flops_per_s: NUMBER = None

@@ -399,6 +399,35 @@ def test_where_the_step_time_moved_is_a_cause_with_a_lever_only_where_it_acts(te
     assert spec.cfg.bench.matmul_precision == "high" and spec.job_id != v["job_id"]
     (c,) = verdict_of(tmp_path / "cpu")["models"]
     assert c["causes"][0]["lever"] is None, "TF32 does nothing on a CPU"
+    # Eager ran a fused attention kernel and the compiled step ran its attention as matmuls (the math
+    # path, as BERT on the H200: benchmarks/h200-causes/): the lever is that path's reduced precision.
+    math = dict(
+        split, eager_time_split={**split["eager_time_split"], "attention": 0.5}, num_sdp_reduced_math=False
+    )
+    plant(
+        tmp_path / "math",
+        template,
+        [CONTROL, gain("default", 0.8, 0.75, 0.85, 10.0, env_cuda="13.0", **math)],
+    )
+    (m,) = verdict_of(tmp_path / "math")["models"]
+    assert m["causes"][0]["lever"] == "bench.sdp_reduced_math=true", m["causes"][0]
+    assert "no fused attention kernel ran compiled (eager's took 0.5 ms)" in m["causes"][0]["text"]
     plan = read_plan(tmp_path / "cpu")
     df = gather(tmp_path / "cpu", plan)
     assert follow_up_specs(compute(df, plan, VerdictConfig()), df, str(tmp_path / "cpu")) == []
+
+
+def test_kernel_names_are_labelled_by_the_kind_of_work():
+    """Names as the H200's profiles show them (benchmarks/h200-causes/): cuBLAS's nvjet and xmma
+    GEMMs are matmuls, inductor's Triton kernels fused, PyTorch's own elementwise kernels elementwise."""
+    from orchestrator.job.profile import kernel_kind
+
+    assert kernel_kind("nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_bias_TNT") == "matmul"
+    assert kernel_kind("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8") == "matmul"
+    assert kernel_kind("triton_per_fused__safe_softmax_5") == "fused"
+    assert (
+        kernel_kind("void at::native::vectorized_elementwise_kernel<8, at::native::bfloat16>")
+        == "elementwise"
+    )
+    assert kernel_kind("flash_fwd_kernel<Flash_fwd_kernel_traits<64>>") == "attention"
+    assert kernel_kind("TorchDynamo Cache Lookup") == "host" and kernel_kind("mystery") == "other"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from orchestrator.analysis.answers import Cause
-from orchestrator.core.numbers import number
+from orchestrator.core.numbers import is_false, number
 from orchestrator.job.result import COL
 from orchestrator.results.present import duration
 
@@ -43,7 +43,10 @@ def causes(row: pd.Series) -> list[Cause]:
     recompiles = number(row.get(COL.dyn_recompiles)) or 0
     if recompiles > 0:
         seconds = number(row.get(COL.dyn_compile_s))
-        lever = None if row.get(COL.dynamic) is True else "compile.dynamic=true"
+        dynamic = row.get(COL.dynamic)  # a bool, or numpy's in a column of bools only; None: automatic
+        lever = (
+            None if dynamic is not None and not pd.isna(dynamic) and bool(dynamic) else "compile.dynamic=true"
+        )
         text = f"{recompiles:.0f} recompile(s) over the shape schedule (+{duration(seconds)} of compiling)"
         found.append(Cause("recompiles", recompiles, None, text, lever, affects="compile"))
     skips = number(row.get(COL.cudagraph_skips)) or 0
@@ -76,13 +79,17 @@ def causes(row: pd.Series) -> list[Cause]:
     return sorted(timed, key=lambda c: -(c.ms_per_step or 0.0)) + [c for c in found if c.ms_per_step is None]
 
 
-def _kind_lever(row: pd.Series, kind: str) -> str | None:
-    """The setting that speeds a kind of kernel up where the job ran without it (a GPU's numerics)."""
+def _kind_lever(row: pd.Series, kind: str, attention_as_matmuls: bool) -> str | None:
+    """The setting that speeds a kind of kernel up where the job ran without it (a GPU's numerics).
+    Matmuls that replace eager's fused attention kernel are the math attention path's: its reduced
+    precision first."""
     if not row.get(COL.env_cuda):
         return None
+    if kind == "matmul" and attention_as_matmuls and is_false(row.get(COL.num_sdp_reduced_math)):
+        return "bench.sdp_reduced_math=true"
     if kind == "matmul" and row.get(COL.num_matmul_precision) == "highest":
         return "bench.matmul_precision=high"  # float32 matmuls on TF32 tensor cores
-    if kind == "attention" and row.get(COL.num_sdp_reduced_math) is False:
+    if kind == "attention" and is_false(row.get(COL.num_sdp_reduced_math)):
         return "bench.sdp_reduced_math=true"  # the math attention kernel reducing in bf16/fp16
     return None
 
@@ -102,6 +109,8 @@ def _split_causes(row: pd.Series) -> list[Cause]:
     if not isinstance(eager, dict) or not isinstance(compiled, dict) or not compiled_ms:
         return []
     eager, compiled = _pointwise(eager), _pointwise(compiled)
+    # Eager ran a fused attention kernel and the compiled step none: its attention runs as matmuls.
+    as_matmuls = (number(eager.get("attention")) or 0.0) > 0 and not number(compiled.get("attention"))
     out = []
     for kind in dict.fromkeys([*compiled, *eager]):
         if kind == "host":  # the compiled call's own overhead: the `overhead` cause names it
@@ -112,7 +121,9 @@ def _split_causes(row: pd.Series) -> list[Cause]:
         slower = c > e
         named = "elementwise (fused or not)" if kind == "elementwise" else kind
         text = f"{named} kernels take {c:.3g} ms a compiled step against {e:.3g} ms eager"
-        lever = _kind_lever(row, kind) if slower else None
+        if kind == "matmul" and slower and as_matmuls:
+            text += f", and no fused attention kernel ran compiled (eager's took {eager['attention']:.3g} ms)"
+        lever = _kind_lever(row, kind, as_matmuls) if slower else None
         out.append(Cause(f"{kind}_{'slower' if slower else 'faster'}", c - e, abs(c - e), text, lever))
     return out
 

@@ -173,6 +173,8 @@ def run_follow_ups(plan: Plan, jobs: dict[str, dict], runner: Runner, console: C
         done = read_result(spec.job_dir)
         if done is None or (plan.base.sweep.rerun_failed and done[COL.status] != "ok"):
             todo.append(spec)
+    if not console.is_terminal:
+        console.line()  # the runner's last status line ends without a newline off a terminal
     levers = "; ".join(f"{s.lever} for {s.follow_up_of}" for s in specs)
     console.print(f"follow-up: {len(specs)} job(s), {len(specs) - len(todo)} already finished: {levers}")
     runner.run(todo)

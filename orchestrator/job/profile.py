@@ -91,7 +91,10 @@ def eager_bytes(ctx: JobContext, eager: Side) -> int:
 KINDS = (
     ("host", ("torchdynamo cache lookup", "torch-compiled region")),
     ("attention", ("flash", "fmha", "attention", "sdpa", "scaled_dot_product", "_efficient_attention")),
-    ("matmul", ("gemm", "addmm", "aten::mm", "aten::bmm", "matmul", "cutlass", "xmma", "cublas", "linear")),
+    (
+        "matmul",
+        ("gemm", "nvjet", "addmm", "aten::mm", "aten::bmm", "matmul", "cutlass", "xmma", "cublas", "linear"),
+    ),
     ("fused", ("triton_", "cpp_fused", "kernel_cpp", "## call compiledfxgraph")),  # CPU: its C++ kernels
     ("copy", ("copy", "memcpy", "memset", "aten::cat", "clone", "contiguous", "transpose", "permute")),
     ("elementwise", ("elementwise", "vectorized", "reduce", "norm", "gelu", "softmax", "aten::", "native")),

@@ -23,7 +23,8 @@ OVERHEAD_SHARE = 0.1  # the compiled call's own overhead, as a share of its step
 SPLIT_SHARE = 0.05  # a kind of kernel whose time moved by this share of the compiled step is named
 
 
-def _listed(row: pd.Series, key: str) -> list:
+def listed(row: pd.Series, key: str) -> list:
+    """A list field of a table row ([] where the job has none)."""
     value = row.get(key)
     return value if isinstance(value, list) else []
 
@@ -34,7 +35,7 @@ def causes(row: pd.Series) -> list[Cause]:
     found: list[Cause] = []
     fraction, breaks = number(row.get(COL.compiled_fraction)), number(row.get(COL.graph_breaks)) or 0
     if breaks > 0 and fraction is not None and 1 - fraction >= LEFT_EAGER:
-        reasons = [str(b.get("reason") or "").splitlines()[:1] for b in _listed(row, COL.break_reasons)]
+        reasons = [str(b.get("reason") or "").splitlines()[:1] for b in listed(row, COL.break_reasons)]
         top = next((r[0][:60] for r in reasons if r), "")
         text = f"graph breaks leave {1 - fraction:.0%} of the forward eager ({breaks:.0f} breaks" + (
             f"; top: {top})" if top else ")"
@@ -51,7 +52,7 @@ def causes(row: pd.Series) -> list[Cause]:
         found.append(Cause("recompiles", recompiles, None, text, lever, affects="compile"))
     skips = number(row.get(COL.cudagraph_skips)) or 0
     if skips > 0:
-        why = (_listed(row, COL.cudagraph_skip_reasons) or ["no reason recorded"])[0][:60]
+        why = (listed(row, COL.cudagraph_skip_reasons) or ["no reason recorded"])[0][:60]
         found.append(Cause("cudagraph_skips", skips, None, f"CUDA graphs skipped {skips:.0f}x ({why})", None))
     busy, eager_ms = number(row.get(COL.eager_busy_fraction)), number(row.get(COL.eager_ms))
     if busy is not None and eager_ms and busy < LAUNCH_BOUND:

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from orchestrator.analysis.answers import FollowUp, ModelVerdict, Verdict
-from orchestrator.analysis.causes import cause_line, causes
+from orchestrator.analysis.causes import cause_line, causes, listed
 from orchestrator.analysis.follow_up import main_rows
 from orchestrator.analysis.suite import MEMORY_RATIO, passed_job, setting_text, suite_lines, suite_summary
 from orchestrator.analysis.trust import distrust, remedy
@@ -91,12 +91,6 @@ def assess(row: pd.Series, vc: VerdictConfig) -> ModelVerdict:
     )
 
 
-def _listed(row: pd.Series, key: str) -> list:
-    """A list field of a table row ([] where the job has none)."""
-    value = row.get(key)
-    return value if isinstance(value, list) else []
-
-
 def parity_margin(row: pd.Series) -> tuple[float | None, float | None, str]:
     """The parity error and limit of the rule that passed the job: within the tolerance of eager, or
     the fp64 rule (a job passed by one rule is not judged against the other's limit)."""
@@ -114,7 +108,7 @@ def risks(row: pd.Series) -> list[str]:
     out = []
     if (number(row.get(COL.graph_breaks)) or 0) > 0:
         lines = (
-            str(b.get("reason") or "no reason given").splitlines() for b in _listed(row, COL.break_reasons)
+            str(b.get("reason") or "no reason given").splitlines() for b in listed(row, COL.break_reasons)
         )
         reasons = Counter(text[0][:60] for text in lines if text)
         top = f" (top: {reasons.most_common(1)[0][0]})" if reasons else ""
@@ -132,7 +126,7 @@ def risks(row: pd.Series) -> list[str]:
             f"schedule (+{duration(number(row.get(COL.dyn_compile_s)))})"
         )
     if (number(row.get(COL.cudagraph_skips)) or 0) > 0:
-        why = (_listed(row, COL.cudagraph_skip_reasons) or ["no reason recorded"])[0][:60]
+        why = (listed(row, COL.cudagraph_skip_reasons) or ["no reason recorded"])[0][:60]
         out.append(f"CUDA graphs skipped {row[COL.cudagraph_skips]:.0f}x ({why})")
     ratio = number(row.get(COL.memory_ratio))
     if ratio is not None and ratio > MEMORY_RATIO:

@@ -22,6 +22,7 @@ from orchestrator.analysis.verdict import print_verdict, write_verdict
 from orchestrator.cli.console import make_console
 from orchestrator.config.plan import Plan, build_plan
 from orchestrator.config.schema import Config
+from orchestrator.config.spec import JobSpec
 from orchestrator.core.failures import ConfigError
 from orchestrator.core.files import PLAN_FILE, read_result, write_json_atomic
 from orchestrator.job.result import COL
@@ -117,6 +118,19 @@ def run_sweep(overrides: list[str], multirun: bool = False, dry_run: bool = Fals
         return _run(plan, console, started)
 
 
+def to_run(specs: list[JobSpec], rerun_failed: bool) -> list[JobSpec]:
+    """Each job's folder and config.yaml written; the jobs without a result (or, with
+    `sweep.rerun_failed`, without an ok one) returned, to run."""
+    todo = []
+    for spec in specs:
+        spec.job_dir.mkdir(parents=True, exist_ok=True)
+        (spec.job_dir / "config.yaml").write_text(OmegaConf.to_yaml(spec.config))
+        done = read_result(spec.job_dir)
+        if done is None or (rerun_failed and done[COL.status] != "ok"):
+            todo.append(spec)
+    return todo
+
+
 def _run(plan: Plan, console: Console, started: float) -> int:
     base: Config = plan.base
     earlier = launcher_class(read_ledger(plan.sweep_dir)["launcher"])  # what ran here last
@@ -127,13 +141,7 @@ def _run(plan: Plan, console: Console, started: float) -> int:
         )
     jobs = {j.job_id: {"label": j.label, "axes": j.axes} for j in plan.jobs}
     write_json_atomic(plan.sweep_dir / PLAN_FILE, {"name": plan.name, "jobs": jobs})
-    todo = []
-    for job in plan.jobs:
-        job.job_dir.mkdir(parents=True, exist_ok=True)
-        (job.job_dir / "config.yaml").write_text(OmegaConf.to_yaml(job.config))
-        done = read_result(job.job_dir)
-        if done is None or (base.sweep.rerun_failed and done[COL.status] != "ok"):
-            todo.append(job)
+    todo = to_run(plan.jobs, base.sweep.rerun_failed)
     skipped = len(plan.jobs) - len(todo)
     console.print(
         f"sweep [bold]{plan.name}[/bold]: {len(plan.jobs)} job(s), {skipped} already finished (skipped), "
@@ -166,13 +174,7 @@ def run_follow_ups(plan: Plan, jobs: dict[str, dict], runner: Runner, console: C
     if not added:
         return {}
     write_json_atomic(plan.sweep_dir / PLAN_FILE, {"name": plan.name, "jobs": {**jobs, **added}})
-    todo = []
-    for spec in specs:
-        spec.job_dir.mkdir(parents=True, exist_ok=True)
-        (spec.job_dir / "config.yaml").write_text(OmegaConf.to_yaml(spec.config))
-        done = read_result(spec.job_dir)
-        if done is None or (plan.base.sweep.rerun_failed and done[COL.status] != "ok"):
-            todo.append(spec)
+    todo = to_run(specs, plan.base.sweep.rerun_failed)
     if not console.is_terminal:
         console.line()  # the runner's last status line ends without a newline off a terminal
     levers = "; ".join(f"{s.lever} for {s.follow_up_of}" for s in specs)

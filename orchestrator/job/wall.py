@@ -1,8 +1,8 @@
 """Where a job's wall time goes: one clock per job process, one named phase at a time.
 
 The supervisor notes when it starts the worker; the worker's clock counts from that moment, so
-`startup` holds the interpreter's start and the imports. Phases may nest (a probe's fresh process inside
-the probes, say): each second is counted once, in the innermost phase open then.
+`startup` holds the interpreter's start and the imports. Phases may nest: each second is counted once, in
+the innermost phase open then.
 What no phase claims is `other`; the supervisor adds `teardown` (from the result written to the
 process gone: wandb, the process group, the interpreter's exit) and the job's whole wall.
 """

@@ -23,9 +23,12 @@ from orchestrator.cli.console import make_console
 from orchestrator.config.plan import Plan, build_plan
 from orchestrator.config.schema import Config
 from orchestrator.config.spec import JobSpec
+from orchestrator.core.env_scope import scoped_environ
 from orchestrator.core.failures import ConfigError
 from orchestrator.core.files import PLAN_FILE, read_result, write_json_atomic
+from orchestrator.job import fork_server
 from orchestrator.job.result import COL
+from orchestrator.job.supervisor import PYTHON
 from orchestrator.job.tracking import log_sweep
 from orchestrator.launch.checks import check_plan, check_sweep_dir
 from orchestrator.launch.launchers import launcher_class
@@ -131,6 +134,18 @@ def to_run(specs: list[JobSpec], rerun_failed: bool) -> list[JobSpec]:
     return todo
 
 
+@contextlib.contextmanager
+def forks_for_the_jobs(base: Config) -> Iterator[None]:
+    """The local launcher's jobs start their processes as forks of one fork server for the scope
+    (`launcher.fork_server`); the variable that names it is set for the scope only, as submitit's
+    local jobs inherit it."""
+    if base.launcher.name != "local" or not base.launcher.fork_server or base.env.python is not None:
+        yield
+        return
+    with fork_server.serving(PYTHON) as env, scoped_environ(env):
+        yield
+
+
 def _run(plan: Plan, console: Console, started: float) -> int:
     base: Config = plan.base
     earlier = launcher_class(read_ledger(plan.sweep_dir)["launcher"])  # what ran here last
@@ -152,9 +167,10 @@ def _run(plan: Plan, console: Console, started: float) -> int:
         runner.submit_array(todo)
         console.print(f"submitted {len(todo)} job(s); later: python -m orchestrator status {plan.sweep_dir}")
         return 0
-    runner.run(todo)
-    if base.verdict.follow_up:
-        jobs |= run_follow_ups(plan, jobs, runner, console)
+    with forks_for_the_jobs(base):
+        runner.run(todo)
+        if base.verdict.follow_up:
+            jobs |= run_follow_ups(plan, jobs, runner, console)
     if not console.is_terminal:
         console.line()  # rich's Live ends its last status line without a newline off a terminal
     return finish(plan.sweep_dir, base, console, jobs, set(jobs), started)

@@ -25,7 +25,14 @@ from typing import NoReturn
 
 from orchestrator.config.spec import JobSpec
 from orchestrator.job.compile_settings import fresh_dir
-from orchestrator.job.supervisor import PYTHON, STOP_SIGNALS, crash_line, die_with_parent, how_it_ended
+from orchestrator.job.fork_server import die_with_parent
+from orchestrator.job.supervisor import (
+    PYTHON,
+    STOP_SIGNALS,
+    crash_line,
+    how_it_ended,
+    start_fresh,
+)
 
 # kind -> the function that answers its request in the fresh process (imported there only); a kind
 # not named here is itself `module:function` (a test's own entry).
@@ -55,23 +62,42 @@ def run_module(
     answer, request_path = work / "answer.json", work / "request.json"
     request_path.write_text(json.dumps({**request, "kind": kind, "answer": str(answer)}, default=str))
     try:
-        proc = subprocess.run(
-            [*PYTHON, "-m", THIS_MODULE, str(request_path)],
-            preexec_fn=die_with_parent,  # a job stopped from outside takes its fresh processes along
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-        )
+        returncode, stderr = _run(request_path, timeout_s)
     except subprocess.TimeoutExpired:
         shutil.rmtree(work, ignore_errors=True)
         return None, f"{label} process exceeded {timeout_s:.0f} s"
     got = json.loads(answer.read_text()) if answer.exists() else None
     shutil.rmtree(work, ignore_errors=True)
-    raise_if_stopped(proc.returncode, f"{label} process")
-    if proc.returncode != 0 or got is None:
-        why = crash_line(proc.stderr) or "no output"
-        return None, f"{label} process {how_it_ended(proc.returncode)}: {why}"[:500]
+    raise_if_stopped(returncode, f"{label} process")
+    if returncode != 0 or got is None:
+        why = crash_line(stderr) or "no output"
+        return None, f"{label} process {how_it_ended(returncode)}: {why}"[:500]
     return got, None
+
+
+def _run(request_path: Path, timeout_s: float) -> tuple[int, str]:
+    """The fresh process for a request, to its end: (exit code, what it wrote to stderr). A fork of
+    the sweep's fork server where there is one, else a new interpreter; a job stopped from outside
+    takes it along either way."""
+    out, err = request_path.with_name("stdout"), request_path.with_name("stderr")
+    with out.open("w") as o, err.open("w") as e:
+        child = start_fresh(PYTHON, request_path, notices=False, streams=(o.fileno(), e.fileno()))
+    if child is None:
+        proc = subprocess.run(
+            [*PYTHON, "-m", THIS_MODULE, str(request_path)],
+            preexec_fn=die_with_parent,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
+        return proc.returncode, proc.stderr
+    try:
+        returncode = child.wait(timeout_s)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    return returncode, err.read_text(errors="replace")
 
 
 def stop_signal(returncode: int) -> signal.Signals | None:

@@ -93,6 +93,9 @@ class Outcome:
     exit_code: int | None = None
     wall_s: NUMBER = None
     pid: int | None = None
+    forked: bool | None = None
+    """The measuring process was a fork of the sweep's fork server (job/fork_server.py), not a new
+    interpreter: its start-up holds no imports."""
     log_stdout: str | None = None
     log_stderr: str | None = None
     dist_backend: str | None = None
@@ -425,7 +428,6 @@ class WallTime:
     wall_build_s: NUMBER = None  # the workload: model, inputs, the same weights on every rank
     wall_flops_s: NUMBER = None  # one eager step under the FLOP counter
     wall_explain_s: NUMBER = None  # torch._dynamo.explain
-    wall_random_parity_s: NUMBER = None  # random ops: their parity compiles (aot_eager, fallback_random)
     wall_first_calls_s: NUMBER = None  # the first eager and compiled calls (the cold compile)
     wall_parity_s: NUMBER = None  # outputs, gradients and buffers against eager and fp64
     wall_timed_s: NUMBER = None  # warm-up and the timed repetitions
@@ -433,6 +435,7 @@ class WallTime:
     wall_memory_s: NUMBER = None  # per-rank memory (distributed CUDA jobs)
     wall_shapes_s: NUMBER = None  # the dynamic-shape schedule
     wall_convergence_s: NUMBER = None  # N training steps of each side
+    wall_random_parity_s: NUMBER = None  # random ops: their parity compiles, after the rest
     wall_processes_s: NUMBER = None  # more paired repetitions in fresh processes
     wall_sides_alone_s: NUMBER = None  # each side alone in a fresh process (memory; or the sides apart)
     wall_probes_s: NUMBER = None  # warm and portable compile in fresh processes

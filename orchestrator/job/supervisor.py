@@ -11,7 +11,6 @@ one that says how it ended: its exit code or signal and the last line it printed
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
 import importlib.util
 import json
@@ -29,17 +28,12 @@ from submitit.core.utils import UncompletedJobError
 from orchestrator.config.spec import JobSpec
 from orchestrator.core.failures import write_rank_error
 from orchestrator.core.files import RESULT_FILE, write_json_atomic
+from orchestrator.job import fork_server
+from orchestrator.job.fork_server import Forked, die_with_parent
 from orchestrator.job.skeleton import result_skeleton
 
-PR_SET_PDEATHSIG = 1
 # Signals of an outside stop; SIGUSR1/2 are submitit's time-limit and preemption notices.
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2}
-
-
-def die_with_parent() -> None:
-    """In a child, before exec: Linux kills it when its parent dies (SIGKILL skips any cleanup)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _worker_child() -> None:
@@ -131,7 +125,7 @@ def run_child(spec: JobSpec) -> dict | None:
     started_at = time.time()  # the job's wall clock starts here (job/wall.py)
     job = {"kind": "job", "spec": dataclasses.asdict(spec), "started_at": started_at}
     request.write_text(json.dumps(job, default=str))
-    child = subprocess.Popen(
+    child = start_fresh(python, request, notices=True) or subprocess.Popen(
         [*python, "-m", "orchestrator.job.fresh", str(request)],
         preexec_fn=_worker_child,
         env=env,
@@ -188,7 +182,19 @@ def interpreter(spec: JobSpec) -> tuple[list[str], dict[str, str] | None]:
     return [python, "-X", "faulthandler"], {**os.environ, "PYTHONPATH": path}
 
 
-def _stop(child: subprocess.Popen) -> None:
+def start_fresh(
+    python: list[str], request: Path, notices: bool, streams: tuple[int, int] = (1, 2)
+) -> Forked | None:
+    """`python -m orchestrator.job.fresh REQUEST` as a fork of the sweep's fork server, where there
+    is one and the job runs this interpreter; None: start an interpreter. `notices`: as
+    `_worker_child`, leave the scheduler's notices to this process; `streams`: stdout, stderr."""
+    if python != PYTHON:
+        return None
+    with open(os.devnull) as nothing:
+        return fork_server.start("orchestrator.job.fresh", request, notices, (nothing.fileno(), *streams))
+
+
+def _stop(child: subprocess.Popen | Forked) -> None:
     if child.poll() is None:
         child.kill()
         child.wait()

@@ -25,7 +25,7 @@ from orchestrator.core.failures import RANK_ERROR, classify, first_rank_error, u
 from orchestrator.core.files import RESULT_FILE, write_json_atomic
 from orchestrator.core.numbers import payback_steps, saved_per_step_s
 from orchestrator.core.user_code import user_code
-from orchestrator.job import processes
+from orchestrator.job import fork_server, processes
 from orchestrator.job.compile_cost import ARTIFACTS_FILE
 from orchestrator.job.compile_probe import run_probe
 from orchestrator.job.compile_settings import compile_settings, fresh_dir
@@ -212,6 +212,7 @@ def run_job(spec: JobSpec, clock: WallClock | None = None) -> dict | None:
                 outcome.error_log = str(spec.job_dir / RANK_ERROR.format(first["rank"]))  # its traceback
         result.environment = describe(device, world)
         outcome.pid, outcome.wall_s = os.getpid(), time.time() - started
+        outcome.forked = fork_server.forked
         if ctx is not None:
             result.timings = ctx.timings
         if dist.is_initialized():

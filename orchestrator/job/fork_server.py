@@ -1,0 +1,272 @@
+"""The fork server: one process per sweep on the local launcher that has imported torch, inductor,
+transformers and the orchestrator, and that never compiles, never touches a GPU and runs no thread.
+Each fresh process of a job (the worker, its side processes, its compile probes) is a fork of it
+instead of a new interpreter: it starts with nothing compiled, no CUDA context and no allocator
+state, as a new interpreter does, without paying the imports again.
+
+    python -m orchestrator.job.fork_server SOCKET        (cli/sweep.py starts it: `serving`)
+
+A client (`start`) sends the request file, its working directory, its environment and its standard
+streams (as file descriptors); the server forks, answers the child's pid, and when the child ends
+its exit status, Popen's way (negative: the signal). The child holds the client's connection and
+kills itself when it closes: a job stopped however (SIGKILL included) takes its fork along, as
+`die_with_parent` does for a child of its own.
+
+A fork is only what a fresh interpreter would be where the imports would have read the same: a
+request whose environment differs from the server's in a variable read at import (IMPORT_TIME) gets
+no fork (`start` returns None) and its caller starts an interpreter.
+
+It runs over 250 lines: both ends of one small socket protocol (the client's `start` and `Forked`, the
+server's `serve` and its child) are read together or not at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+
+ADDRESS_ENV = "ORCHESTRATOR_FORK_SERVER"  # the server's socket, for the jobs of its sweep
+# Prefixes of variables that torch, triton, transformers, the C runtime or Python read at import.
+IMPORT_TIME = ("TORCH", "PYTORCH", "TRITON", "PYTHON", "LD_", "OMP_", "MKL_", "KMP_", "HF_", "TRANSFORMERS")
+PRELOAD = (  # what every fresh process imports; a module missing here is skipped (no transformers)
+    "orchestrator.job.fresh",
+    "orchestrator.job.worker",
+    "orchestrator.job.side_process",
+    "orchestrator.job.compile_probe",
+    "torch._inductor.compile_fx",
+    "transformers.modeling_utils",
+)
+PR_SET_PDEATHSIG = 1
+forked = False  # in a child of the server: True (the worker records how it started)
+SERVER_CWD = os.getcwd()
+
+
+def die_with_parent() -> None:
+    """In a child, before exec: Linux kills it when its parent dies (SIGKILL skips any cleanup)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def import_time_env(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME)}
+
+
+class Forked:
+    """A child of the fork server, as much of subprocess.Popen as the callers use."""
+
+    def __init__(self, conn: socket.socket, pid: int) -> None:
+        self.conn, self.pid = conn, pid
+        self.returncode: int | None = None
+        self._buffer = b""
+
+    def _read(self, timeout: float | None) -> None:
+        self.conn.settimeout(timeout)
+        while b"\n" not in self._buffer:
+            chunk = self.conn.recv(64)
+            if not chunk:  # the server died: its child's status is lost with it
+                self.returncode = -signal.SIGKILL
+                return
+            self._buffer += chunk
+        self.returncode = int(self._buffer.split(b"\n")[0].split()[1])
+        self.conn.close()
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            with contextlib.suppress(TimeoutError, BlockingIOError):
+                self._read(0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            try:
+                self._read(timeout)
+            except TimeoutError:
+                raise subprocess.TimeoutExpired(f"fork {self.pid}", timeout or 0) from None
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+
+
+def _ready(address: Path, deadline_s: float = 120.0) -> bool:
+    """Whether the server at `address` is up: waits while it imports (the socket appears when it is
+    ready), not past its failure, its end (the folder goes) or the deadline."""
+    end = time.monotonic() + deadline_s
+    while not address.exists():
+        failed = address.with_name(address.name + ".failed")
+        if failed.exists() or not address.parent.exists() or time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def start(module: str, request: Path, notices: bool, streams: tuple[int, int, int]) -> Forked | None:
+    """Fork a fresh process from this sweep's server that runs `module.main(REQUEST)` (as `python -m
+    MODULE REQUEST` would, without the interpreter's start); None where there is no server, or its
+    fork would not be what an interpreter started here would be. `notices`: ignore SIGTERM and
+    SIGUSR1/2 (the scheduler's notices, which the supervisor handles); `streams`: stdin, stdout,
+    stderr."""
+    address = os.environ.get(ADDRESS_ENV)
+    if not address or not _ready(Path(address)):
+        return None
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(address)
+        env = dict(os.environ)
+        ask = {"module": module, "request": str(request), "cwd": os.getcwd(), "env": env, "notices": notices}
+        socket.send_fds(conn, [json.dumps(ask).encode() + b"\n"], list(streams))
+        conn.settimeout(60)
+        first = b""
+        while not first.endswith(b"\n"):
+            chunk = conn.recv(1)
+            if not chunk:
+                raise ConnectionError("the fork server closed the connection")
+            first += chunk
+    except OSError:  # no server (gone, or never ready): an interpreter instead
+        conn.close()
+        return None
+    word, value = first.decode().split()
+    if word != "pid":  # refused: the environment differs where imports read it
+        conn.close()
+        return None
+    return Forked(conn, int(value))
+
+
+def _child(conn: socket.socket, ask: dict, fds: list[int]) -> None:
+    """In the fork: take the client's streams, directory and environment, then be
+    `python -m MODULE REQUEST`; never returns."""
+    global forked
+    forked = True
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(ask["cwd"])
+    os.environ.clear()
+    os.environ.update(ask["env"])
+    if sys.path and sys.path[0] == SERVER_CWD:  # `python -m` puts the working directory first
+        sys.path[0] = ask["cwd"]
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the server ignores Ctrl-C; a job does not
+    if ask["notices"]:
+        for notice in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):
+            signal.signal(notice, signal.SIG_IGN)
+    import faulthandler
+
+    faulthandler.enable()  # as `python -X faulthandler`, on the client's stderr
+
+    def die_with_client() -> None:
+        while conn.recv(64):
+            pass
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=die_with_client, daemon=True).start()
+    module = importlib.import_module(ask["module"])
+    sys.argv = [str(module.__file__), ask["request"]]
+    code = 1
+    try:
+        module.main(ask["request"])
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    except KeyboardInterrupt:  # as an interpreter ends on an unhandled Ctrl-C: by the signal
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    except BaseException:  # noqa: BLE001 (printed as the interpreter would, then the exit code 1)
+        traceback.print_exc()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def serve(address: str) -> None:
+    """Import PRELOAD, listen at `address`, fork one child per request, report how each ended."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the jobs; the sweep ends this server
+    try:
+        for name in PRELOAD:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(address + ".tmp")
+        listener.listen(64)
+        os.rename(address + ".tmp", address)  # the socket appears once it is ready
+    except BaseException:
+        Path(address + ".failed").touch()  # its clients stop waiting
+        raise
+    own = import_time_env(dict(os.environ))
+    children: dict[int, socket.socket] = {}
+    sel = selectors.DefaultSelector()
+    sel.register(listener, selectors.EVENT_READ)
+    while True:
+        for _ready in sel.select(timeout=0.05):
+            conn, _ = listener.accept()
+            message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+            ask = json.loads(message)
+            if import_time_env(ask["env"]) != own or len(fds) != 3:
+                conn.sendall(b"refused 0\n")
+                conn.close()
+                for fd in fds:
+                    os.close(fd)
+                continue
+            pid = os.fork()
+            if pid == 0:
+                listener.close()
+                for other in children.values():
+                    other.close()
+                _child(conn, ask, fds)
+            for fd in fds:
+                os.close(fd)
+            conn.sendall(f"pid {pid}\n".encode())
+            children[pid] = conn
+        while children:  # reap: each ended child's status to its client
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            conn = children.pop(pid)
+            with contextlib.suppress(OSError):  # the client may be gone
+                conn.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
+            conn.close()
+
+
+@contextlib.contextmanager
+def serving(python: list[str]) -> Iterator[dict[str, str]]:
+    """A fork server for the scope (it dies with this process); yields the environment that points
+    the jobs started in the scope at it."""
+    folder = tempfile.mkdtemp(prefix="orchestrator-fork-")  # short: a socket path has 107 bytes
+    address = os.path.join(folder, "socket")
+    server = subprocess.Popen(
+        [*python, "-m", "orchestrator.job.fork_server", address],
+        preexec_fn=die_with_parent,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        yield {ADDRESS_ENV: address}
+    finally:
+        server.kill()
+        server.wait()
+        for name in ("socket", "socket.tmp", "socket.failed"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(folder, name))
+        os.rmdir(folder)
+
+
+if __name__ == "__main__":  # the module proper serves, so that its children set its `forked`
+    from orchestrator.job import fork_server
+
+    fork_server.serve(sys.argv[1])

@@ -1,0 +1,107 @@
+"""The fork server (job/fork_server.py): a job's fresh processes fork from one process that did the
+imports. Real processes throughout: the server, its forks, an interpreter where a fork would differ."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from orchestrator.core.env_scope import scoped_environ
+from orchestrator.job import fork_server
+from orchestrator.job.fresh import run_module
+from orchestrator.job.supervisor import PYTHON
+
+ENTRY = """
+import os, sys, time
+from pathlib import Path
+
+def answer(spec, req):
+    from orchestrator.job import fork_server
+    if req["how"] == "exit7":
+        os._exit(7)
+    if req["how"] == "wait":  # until killed
+        Path(req["started"]).write_text(str(os.getpid()))
+        time.sleep(600)
+    return {
+        "forked": fork_server.forked,
+        "preloaded": "transformers.modeling_utils" in sys.modules,
+        "asked": os.environ.get("ASKED"),
+        "cwd": os.getcwd(),
+    }
+"""
+
+
+def _until(check, what: str, deadline_s: float = 60.0) -> None:
+    end = time.monotonic() + deadline_s
+    while not check():
+        assert time.monotonic() < end, f"not within {deadline_s:.0f} s: {what}"
+        time.sleep(0.05)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_a_fork_is_a_fresh_process_that_skipped_the_imports(tmp_path, monkeypatch):
+    (tmp_path / "forked_entry.py").write_text(ENTRY)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the server's and its clients' alike
+    monkeypatch.chdir(tmp_path)
+    work = tmp_path / "job"
+    work.mkdir()
+    with fork_server.serving(PYTHON) as env, scoped_environ(env):
+        monkeypatch.setenv("ASKED", "yes")  # an ordinary variable, set after the server started
+        got, why = run_module(work, 120, "forked_entry:answer", "report", {"how": "report"})
+        assert why is None, why
+        assert got == {"forked": True, "preloaded": True, "asked": "yes", "cwd": str(tmp_path)}
+
+        got, why = run_module(work, 120, "forked_entry:answer", "crash", {"how": "exit7"})
+        assert got is None and "exited with code 7" in why, why
+
+        # The client gone (a supervisor killed): its fork goes too, as a child of its own would.
+        started = tmp_path / "started"
+        request = tmp_path / "wait.json"
+        request.write_text(
+            json.dumps({"kind": "forked_entry:answer", "how": "wait", "started": str(started)})
+        )
+        with open(os.devnull) as nothing:
+            child = fork_server.start("orchestrator.job.fresh", request, False, (nothing.fileno(), 1, 2))
+        assert child is not None
+        _until(started.exists, "the fork started")
+        assert int(started.read_text()) == child.pid
+        child.conn.close()
+        _until(lambda: _gone(child.pid), "the fork ended with its client")
+
+        # A variable read at import, other than the server's: an interpreter, not a fork.
+        monkeypatch.setenv("TORCHINDUCTOR_FORK_TEST", "1")
+        got, why = run_module(work, 120, "forked_entry:answer", "report", {"how": "report"})
+        assert why is None, why
+        assert got["forked"] is False and got["preloaded"] is False and got["asked"] == "yes"
+    assert not Path(env[fork_server.ADDRESS_ENV]).parent.exists(), "the server's folder is left"
+
+
+def test_without_a_server_a_fresh_process_is_an_interpreter(tmp_path, monkeypatch):
+    monkeypatch.delenv(fork_server.ADDRESS_ENV, raising=False)
+    with open(os.devnull) as nothing:
+        assert (
+            fork_server.start("orchestrator.job.fresh", tmp_path / "r.json", False, (nothing.fileno(), 1, 2))
+            is None
+        )
+    monkeypatch.setenv(fork_server.ADDRESS_ENV, str(tmp_path / "gone" / "socket"))
+    with open(os.devnull) as nothing:
+        assert (
+            fork_server.start("orchestrator.job.fresh", tmp_path / "r.json", False, (nothing.fileno(), 1, 2))
+            is None
+        )
+
+
+@pytest.mark.parametrize("key", ["TORCH_LOGS", "PYTHONHASHSEED", "OMP_NUM_THREADS", "HF_HOME"])
+def test_variables_read_at_import_are_the_ones_compared(key):
+    assert fork_server.import_time_env({key: "1", "CUDA_VISIBLE_DEVICES": "0", "PATH": "/x"}) == {key: "1"}

@@ -135,14 +135,17 @@ def to_run(specs: list[JobSpec], rerun_failed: bool) -> list[JobSpec]:
 
 
 @contextlib.contextmanager
-def forks_for_the_jobs(base: Config) -> Iterator[None]:
+def forks_for_the_jobs(plan: Plan) -> Iterator[None]:
     """The local launcher's jobs start their processes as forks of one fork server for the scope
-    (`launcher.fork_server`); the variable that names it is set for the scope only, as submitit's
-    local jobs inherit it."""
-    if base.launcher.name != "local" or not base.launcher.fork_server or base.env.python is not None:
+    (`launcher.fork_server`), which has loaded the sweep's transformers model classes too; the
+    variable that names it is set for the scope only, as submitit's local jobs inherit it."""
+    launcher = plan.base.launcher
+    if launcher.name != "local" or not launcher.fork_server or plan.base.env.python is not None:
         yield
         return
-    with fork_server.serving(PYTHON) as env, scoped_environ(env):
+    workloads = [job.config["workload"] for job in plan.jobs]  # plain: a typed config each costs
+    models = sorted({f"transformers:{w['model']}" for w in workloads if w["name"] == "hf" and w.get("model")})
+    with fork_server.serving(PYTHON, tuple(models)) as env, scoped_environ(env):
         yield
 
 
@@ -167,7 +170,7 @@ def _run(plan: Plan, console: Console, started: float) -> int:
         runner.submit_array(todo)
         console.print(f"submitted {len(todo)} job(s); later: python -m orchestrator status {plan.sweep_dir}")
         return 0
-    with forks_for_the_jobs(base):
+    with forks_for_the_jobs(plan):
         runner.run(todo)
         if base.verdict.follow_up:
             jobs |= run_follow_ups(plan, jobs, runner, console)

@@ -4,7 +4,7 @@ Each fresh process of a job (the worker, its side processes, its compile probes)
 instead of a new interpreter: it starts with nothing compiled, no CUDA context and no allocator
 state, as a new interpreter does, without paying the imports again.
 
-    python -m orchestrator.job.fork_server SOCKET        (cli/sweep.py starts it: `serving`)
+    python -m orchestrator.job.fork_server SOCKET [MODULE:ATTRIBUTE ...]    (cli/sweep.py: `serving`)
 
 A client (`start`) sends the request file, its working directory, its environment and its standard
 streams (as file descriptors); the server forks, answers the child's pid, and when the child ends
@@ -195,13 +195,18 @@ def _child(conn: socket.socket, ask: dict, fds: list[int]) -> None:
     os._exit(code)
 
 
-def serve(address: str) -> None:
-    """Import PRELOAD, listen at `address`, fork one child per request, report how each ended."""
+def serve(address: str, extra: list[str]) -> None:
+    """Import PRELOAD and `extra` (`module:attribute`, the sweep's model classes: transformers loads
+    a model's module on first use), listen at `address`, fork a child per request, report its end."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the jobs; the sweep ends this server
     try:
-        for name in PRELOAD:
-            with contextlib.suppress(ImportError):
-                importlib.import_module(name)
+        for name in (*PRELOAD, *extra):
+            module, _, attribute = name.partition(":")
+            # what fails to load here fails in the job that uses it, with its own error
+            with contextlib.suppress(ImportError, AttributeError):
+                loaded = importlib.import_module(module)
+                if attribute:
+                    getattr(loaded, attribute)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(address + ".tmp")
         listener.listen(64)
@@ -245,13 +250,13 @@ def serve(address: str) -> None:
 
 
 @contextlib.contextmanager
-def serving(python: list[str]) -> Iterator[dict[str, str]]:
-    """A fork server for the scope (it dies with this process); yields the environment that points
-    the jobs started in the scope at it."""
+def serving(python: list[str], extra: tuple[str, ...] = ()) -> Iterator[dict[str, str]]:
+    """A fork server for the scope (it dies with this process), with `extra` imported too (serve);
+    yields the environment that points the jobs started in the scope at it."""
     folder = tempfile.mkdtemp(prefix="orchestrator-fork-")  # short: a socket path has 107 bytes
     address = os.path.join(folder, "socket")
     server = subprocess.Popen(
-        [*python, "-m", "orchestrator.job.fork_server", address],
+        [*python, "-m", "orchestrator.job.fork_server", address, *extra],
         preexec_fn=die_with_parent,
         stdin=subprocess.DEVNULL,
     )
@@ -269,4 +274,4 @@ def serving(python: list[str]) -> Iterator[dict[str, str]]:
 if __name__ == "__main__":  # the module proper serves, so that its children set its `forked`
     from orchestrator.job import fork_server
 
-    fork_server.serve(sys.argv[1])
+    fork_server.serve(sys.argv[1], sys.argv[2:])

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Issue 36 on the H200: the same sweeps with the code before this change (.before/, `git archive
+# 87d98ac`) and after it (this tree), one GPU host, bench=quick. Each sweep's log, results.jsonl
+# and command land in $OUT/time.tar.gz as each sweep ends.
+#   PART=check    after only: BERT base infer eager+default (the fork server on CUDA, end to end)
+#   PART=pair1    before, then after: BERT infer, ViT infer, Llama train, T5 train (default mode)
+#   PART=pair2    the same, after first
+#   PART=defaults before, then after: BERT infer at product defaults (3 processes, probes, memory)
+#   device: PART=... bash benchmarks/h200-time-to-answer/run-gpu.sh   carry [".whl-lite", ".before"]
+#   CPU check first: PY=.venv/bin/python CPU=1 PART=... bash benchmarks/h200-time-to-answer/run-gpu.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+final=${OUT:-benchmarks/out}
+work=/tmp/gpu-out-time
+mkdir -p "$work" "$final"
+py=${PY:-python3}
+if [ -z "${CPU:-}" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site ${WHEELS:-.whl-lite}/*.whl
+  site=/tmp/site; size=base; where=""; vit=ViTForImageClassification; t5=T5ForConditionalGeneration
+  nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,memory.total --format=csv > "$work/gpu.csv" 2>&1
+else
+  site=""; size=tiny; where="bench.device=cpu"; vit=ViTForImageClassification; t5=T5ForConditionalGeneration
+fi
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
+$py -c 'import torch, transformers; print(torch.__version__, transformers.__version__)' > "$work/versions.txt" 2>&1
+nproc > "$work/nproc.txt"
+save() { tar -C "$work" -czf "$final/time.tar.gz" .; }
+sweep() {  # VERSION(before|after) NAME SECONDS "overrides"
+  local code=$root; [ "$1" = before ] && code=$root/.before
+  local dir=/tmp/sweeps-time/$2 name=$2
+  rm -rf "$dir"
+  echo "=== $name ($1): python -m orchestrator $4" | tee "$work/$name.log"
+  local t0; t0=$(date +%s.%N)
+  # shellcheck disable=SC2086
+  (cd "$code" && PYTHONPATH=$site:$code timeout "$3" $py -m orchestrator $4 sweep.dir="$dir" logger=none \
+     verdict.follow_up=false sweep.name="$name" 2>&1 | tail -30) | tee -a "$work/$name.log"
+  echo "wall_s $(echo "$(date +%s.%N) - $t0" | bc)" | tee -a "$work/$name.log"
+  mkdir -p "$work/$name"
+  cp "$dir/results.csv" "$dir/results.jsonl" "$work/$name/" 2>/dev/null
+  echo "python -m orchestrator $4  (code: $1)" > "$work/$name/command.txt"
+  save
+}
+common="workload=hf workload.size=$size bench.dtype=bf16 bench=quick $where"
+four() {  # VERSION TAG: the fixed subset in one sweep (one job per model and task)
+  sweep "$1" "$1-$2-infer" 300 "$common workload.model=BertForMaskedLM,$vit bench.task=infer compile.mode=default"
+  sweep "$1" "$1-$2-train" 400 "$common workload.model=LlamaForCausalLM,$t5 bench.task=train compile.mode=default"
+}
+case "${PART:-check}" in
+  check) sweep after check 300 "$common workload.model=BertForMaskedLM bench.task=infer compile.mode=eager,default" ;;
+  pair1) four before r1; four after r1 ;;
+  pair2) four after r2; four before r2 ;;
+  defaults)
+    sweep before before-defaults 300 "workload=hf workload.size=$size bench.dtype=bf16 $where workload.model=BertForMaskedLM bench.task=infer compile.mode=default"
+    sweep after after-defaults 300 "workload=hf workload.size=$size bench.dtype=bf16 $where workload.model=BertForMaskedLM bench.task=infer compile.mode=default" ;;
+esac
+save
+ls -la "$work"

@@ -3,8 +3,9 @@
 # 87d98ac`) and after it (this tree), one GPU host, bench=quick. Each sweep's log, results.jsonl
 # and command land in $OUT/time.tar.gz as each sweep ends.
 #   PART=check    after only: BERT base infer eager+default (the fork server on CUDA, end to end)
-#   PART=pair1    before, then after: BERT infer, ViT infer, Llama train, T5 train (default mode)
-#   PART=pair2    the same, after first
+#   PART=infer    BERT and ViT inference in one sweep: before, after (repeat 1), after, before (repeat 2)
+#   PART=train1   Llama and T5 training in one sweep: before, after (repeat 1)
+#   PART=train2   the same, after first (repeat 2)
 #   PART=defaults before, then after: BERT infer at product defaults (3 processes, probes, memory)
 #   device: PART=... bash benchmarks/h200-time-to-answer/run-gpu.sh   carry [".whl-lite", ".before"]
 #   CPU check first: PY=.venv/bin/python CPU=1 PART=... bash benchmarks/h200-time-to-answer/run-gpu.sh
@@ -35,24 +36,23 @@ sweep() {  # VERSION(before|after) NAME SECONDS "overrides"
   # shellcheck disable=SC2086
   (cd "$code" && PYTHONPATH=$site:$code timeout "$3" $py -m orchestrator $4 sweep.dir="$dir" logger=none \
      verdict.follow_up=false sweep.name="$name" 2>&1 | tail -30) | tee -a "$work/$name.log"
-  echo "wall_s $(echo "$(date +%s.%N) - $t0" | bc)" | tee -a "$work/$name.log"
+  echo "wall_s $(python3 -c "import time; print(round(time.time() - $t0, 1))")" | tee -a "$work/$name.log"
   mkdir -p "$work/$name"
   cp "$dir/results.csv" "$dir/results.jsonl" "$work/$name/" 2>/dev/null
   echo "python -m orchestrator $4  (code: $1)" > "$work/$name/command.txt"
   save
 }
 common="workload=hf workload.size=$size bench.dtype=bf16 bench=quick $where"
-four() {  # VERSION TAG: the fixed subset in one sweep (one job per model and task)
-  sweep "$1" "$1-$2-infer" 300 "$common workload.model=BertForMaskedLM,$vit bench.task=infer compile.mode=default"
-  sweep "$1" "$1-$2-train" 400 "$common workload.model=LlamaForCausalLM,$t5 bench.task=train compile.mode=default"
-}
+infer() { sweep "$1" "$1-$2-infer" 200 "$common workload.model=BertForMaskedLM,$vit bench.task=infer compile.mode=default"; }
+train() { sweep "$1" "$1-$2-train" 280 "$common workload.model=LlamaForCausalLM,$t5 bench.task=train compile.mode=default"; }
 case "${PART:-check}" in
   check) sweep after check 300 "$common workload.model=BertForMaskedLM bench.task=infer compile.mode=eager,default" ;;
-  pair1) four before r1; four after r1 ;;
-  pair2) four after r2; four before r2 ;;
+  infer) infer before r1; infer after r1; infer after r2; infer before r2 ;;
+  train1) train before r1; train after r1 ;;
+  train2) train after r2; train before r2 ;;
   defaults)
-    sweep before before-defaults 300 "workload=hf workload.size=$size bench.dtype=bf16 $where workload.model=BertForMaskedLM bench.task=infer compile.mode=default"
-    sweep after after-defaults 300 "workload=hf workload.size=$size bench.dtype=bf16 $where workload.model=BertForMaskedLM bench.task=infer compile.mode=default" ;;
+    sweep before before-defaults 280 "workload=hf workload.size=$size bench.dtype=bf16 $where workload.model=BertForMaskedLM bench.task=infer compile.mode=default"
+    sweep after after-defaults 280 "workload=hf workload.size=$size bench.dtype=bf16 $where workload.model=BertForMaskedLM bench.task=infer compile.mode=default" ;;
 esac
 save
 ls -la "$work"

@@ -195,10 +195,25 @@ def _child(conn: socket.socket, ask: dict, fds: list[int]) -> None:
     os._exit(code)
 
 
+def _forks_may_use_cuda() -> bool:
+    """Whether a fork of this process would be allowed CUDA (torch poisons forks of a process that
+    touched the driver): asked of a real fork."""
+    pid = os.fork()
+    if pid == 0:
+        torch = sys.modules.get("torch")
+        os._exit(1 if torch is not None and torch.cuda._is_in_bad_fork() else 0)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
 def serve(address: str, extra: list[str]) -> None:
     """Import PRELOAD and `extra` (`module:attribute`, the sweep's model classes: transformers loads
     a model's module on first use), listen at `address`, fork a child per request, report its end."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the jobs; the sweep ends this server
+    own = import_time_env(dict(os.environ))
+    # `torch.cuda.is_available()`, which imports call, asks the CUDA driver, and torch then refuses
+    # CUDA in every fork ("Cannot re-initialize CUDA in forked subprocess", seen on the H200); asked
+    # through NVML it touches no driver state. For the imports only: the forks get their own env.
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     try:
         for name in (*PRELOAD, *extra):
             module, _, attribute = name.partition(":")
@@ -207,14 +222,15 @@ def serve(address: str, extra: list[str]) -> None:
                 loaded = importlib.import_module(module)
                 if attribute:
                     getattr(loaded, attribute)
+        if not _forks_may_use_cuda():
+            raise RuntimeError("a fork of this server could not use CUDA: an import initialised it")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(address + ".tmp")
         listener.listen(64)
         os.rename(address + ".tmp", address)  # the socket appears once it is ready
     except BaseException:
-        Path(address + ".failed").touch()  # its clients stop waiting
+        Path(address + ".failed").touch()  # its clients stop waiting, and start interpreters
         raise
-    own = import_time_env(dict(os.environ))
     children: dict[int, socket.socket] = {}
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ)

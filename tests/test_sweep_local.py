@@ -69,6 +69,7 @@ def test_cold_compile_does_not_depend_on_job_order_and_warm_and_portable_run_apa
         assert r["compile_warm_cache_hits"] >= 1, "the warm probe reads the cache the job filled"
         assert r["compile_portable_cache_hits"] >= 1 and r["compile_portable_load_s"] > 0
         assert len({r["pid"], r["compile_warm_pid"], r["compile_portable_pid"]}) == 3
+        assert r["forked"] is True, "the local launcher's worker forks from the sweep's fork server"
         assert r["break_even_warm_steps"] is None or r["break_even_warm_steps"] < r["break_even_steps"]
     assert not list((tmp_path / "fwd" / "jobs").glob("*/inductor-*")), "private caches are removed"
     for r in results(tmp_path / "fwd").values():  # the job's wall by phase (issue 28)

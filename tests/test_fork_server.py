@@ -56,7 +56,7 @@ def test_a_fork_is_a_fresh_process_that_skipped_the_imports(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     work = tmp_path / "job"
     work.mkdir()
-    with fork_server.serving(PYTHON) as env, scoped_environ(env):
+    with fork_server.serving(PYTHON, ("transformers.modeling_utils",)) as env, scoped_environ(env):
         monkeypatch.setenv("ASKED", "yes")  # an ordinary variable, set after the server started
         got, why = run_module(work, 120, "forked_entry:answer", "report", {"how": "report"})
         assert why is None, why

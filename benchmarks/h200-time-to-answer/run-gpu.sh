@@ -6,6 +6,7 @@
 #   PART=infer    BERT and ViT inference in one sweep: before, after (repeat 1), after, before (repeat 2)
 #   PART=train1   Llama and T5 training in one sweep: before, after (repeat 1)
 #   PART=train2   the same, after first (repeat 2)
+#   PART=t5       T5 training alone: before, then after
 #   PART=defaults before, then after: BERT infer at product defaults (3 processes, probes, memory)
 #   device: PART=... bash benchmarks/h200-time-to-answer/run-gpu.sh   carry [".whl-lite", ".before"]
 #   CPU check first: PY=.venv/bin/python CPU=1 PART=... bash benchmarks/h200-time-to-answer/run-gpu.sh
@@ -39,6 +40,9 @@ sweep() {  # VERSION(before|after) NAME SECONDS "overrides"
   echo "wall_s $(python3 -c "import time; print(round(time.time() - $t0, 1))")" | tee -a "$work/$name.log"
   mkdir -p "$work/$name"
   cp "$dir/results.csv" "$dir/results.jsonl" "$work/$name/" 2>/dev/null
+  # a sweep cut by its timeout writes no table: keep the results of the jobs that finished
+  [ -f "$work/$name/results.jsonl" ] || for f in "$dir"/jobs/*/result.json; do
+    [ -f "$f" ] && { cat "$f"; echo; } >> "$work/$name/results.jsonl"; done
   echo "python -m orchestrator $4  (code: $1)" > "$work/$name/command.txt"
   save
 }
@@ -50,6 +54,9 @@ case "${PART:-check}" in
   infer) infer before r1; infer after r1; infer after r2; infer before r2 ;;
   train1) train before r1; train after r1 ;;
   train2) train after r2; train before r2 ;;
+  t5)
+    sweep before before-t5 230 "$common workload.model=$t5 bench.task=train compile.mode=default"
+    sweep after after-t5 200 "$common workload.model=$t5 bench.task=train compile.mode=default" ;;
   defaults)
     sweep before before-defaults 280 "workload=hf workload.size=$size bench.dtype=bf16 $where workload.model=BertForMaskedLM bench.task=infer compile.mode=default"
     sweep after after-defaults 280 "workload=hf workload.size=$size bench.dtype=bf16 $where workload.model=BertForMaskedLM bench.task=infer compile.mode=default" ;;

@@ -135,17 +135,20 @@ def to_run(specs: list[JobSpec], rerun_failed: bool) -> list[JobSpec]:
 
 
 @contextlib.contextmanager
-def forks_for_the_jobs(plan: Plan) -> Iterator[None]:
+def forks_for_the_jobs(base: Config, todo: list[JobSpec]) -> Iterator[None]:
     """The local launcher's jobs start their processes as forks of one fork server for the scope
     (`launcher.fork_server`), which has loaded the sweep's transformers model classes too; the
-    variable that names it is set for the scope only, as submitit's local jobs inherit it."""
-    launcher = plan.base.launcher
-    if launcher.name != "local" or not launcher.fork_server or plan.base.env.python is not None:
+    variable that names it is set for the scope only, as submitit's local jobs inherit it. None
+    where it would not pay: it imports once what each process would (5 s on 2 cores), so from the
+    second process on (a second job, or a job's compile probes)."""
+    own = [job.cfg for job in todo if job.cfg.env.python is None]  # another interpreter: no fork
+    probes = any(cfg.compile.probes and cfg.compile.mode != "eager" for cfg in own)
+    if base.launcher.name != "local" or not base.launcher.fork_server or not (len(own) > 1 or probes):
         yield
         return
-    workloads = [job.config["workload"] for job in plan.jobs]  # plain: a typed config each costs
-    models = sorted({f"transformers:{w['model']}" for w in workloads if w["name"] == "hf" and w.get("model")})
-    with fork_server.serving(PYTHON, tuple(models)) as env, scoped_environ(env):
+    hf = sorted({cfg.workload.model for cfg in own if cfg.workload.name == "hf" and cfg.workload.model})
+    extra = ("transformers.modeling_utils", *(f"transformers:{model}" for model in hf)) if hf else ()
+    with fork_server.serving(PYTHON, extra) as env, scoped_environ(env):
         yield
 
 
@@ -170,7 +173,7 @@ def _run(plan: Plan, console: Console, started: float) -> int:
         runner.submit_array(todo)
         console.print(f"submitted {len(todo)} job(s); later: python -m orchestrator status {plan.sweep_dir}")
         return 0
-    with forks_for_the_jobs(plan):
+    with forks_for_the_jobs(base, todo):
         runner.run(todo)
         if base.verdict.follow_up:
             jobs |= run_follow_ups(plan, jobs, runner, console)

@@ -42,13 +42,12 @@ from pathlib import Path
 ADDRESS_ENV = "ORCHESTRATOR_FORK_SERVER"  # the server's socket, for the jobs of its sweep
 # Prefixes of variables that torch, triton, transformers, the C runtime or Python read at import.
 IMPORT_TIME = ("TORCH", "PYTORCH", "TRITON", "PYTHON", "LD_", "OMP_", "MKL_", "KMP_", "HF_", "TRANSFORMERS")
-PRELOAD = (  # what every fresh process imports; a module missing here is skipped (no transformers)
+PRELOAD = (  # what every fresh process imports (a sweep of transformers models adds theirs: serve)
     "orchestrator.job.fresh",
     "orchestrator.job.worker",
     "orchestrator.job.side_process",
     "orchestrator.job.compile_probe",
     "torch._inductor.compile_fx",
-    "transformers.modeling_utils",
 )
 PR_SET_PDEATHSIG = 1
 forked = False  # in a child of the server: True (the worker records how it started)

@@ -6,6 +6,7 @@
 #   PART=infer    BERT and ViT inference in one sweep: before, after (repeat 1), after, before (repeat 2)
 #   PART=train1   Llama and T5 training in one sweep: before, after (repeat 1)
 #   PART=train2   the same, after first (repeat 2)
+#   PART=ab       after only: BERT and ViT inference with launcher.fork_server=true, then false, twice
 #   PART=t5       T5 training alone: before, then after
 #   PART=defaults before, then after: BERT infer at product defaults (3 processes, probes, memory)
 #   device: PART=... bash benchmarks/h200-time-to-answer/run-gpu.sh   carry [".whl-lite", ".before"]
@@ -54,6 +55,11 @@ case "${PART:-check}" in
   infer) infer before r1; infer after r1; infer after r2; infer before r2 ;;
   train1) train before r1; train after r1 ;;
   train2) train after r2; train before r2 ;;
+  ab)  # after only: the fork server on and off, interleaved (the timed figures' question)
+    for r in r1 r2; do
+      sweep after "fork-on-$r" 200 "$common workload.model=BertForMaskedLM,$vit bench.task=infer compile.mode=default launcher.fork_server=true"
+      sweep after "fork-off-$r" 200 "$common workload.model=BertForMaskedLM,$vit bench.task=infer compile.mode=default launcher.fork_server=false"
+    done ;;
   t5)
     sweep before before-t5 230 "$common workload.model=$t5 bench.task=train compile.mode=default"
     sweep after after-t5 200 "$common workload.model=$t5 bench.task=train compile.mode=default" ;;

@@ -31,6 +31,7 @@ from orchestrator.job.result import COL
 from orchestrator.job.supervisor import PYTHON
 from orchestrator.job.tracking import log_sweep
 from orchestrator.launch.checks import check_plan, check_sweep_dir
+from orchestrator.launch.launcher import uses_cuda
 from orchestrator.launch.launchers import launcher_class
 from orchestrator.launch.ledger import read_ledger
 from orchestrator.launch.runner import Runner
@@ -142,8 +143,11 @@ def forks_for_the_jobs(base: Config, todo: list[JobSpec]) -> Iterator[None]:
     where it would not pay: it imports once what each process would (5 s on 2 cores), so from the
     second process on (a second job, or a job's compile probes)."""
     own = [job.cfg for job in todo if job.cfg.env.python is None]  # another interpreter: no fork
+    asked = base.launcher.fork_server
+    if asked is None:  # CPU jobs only: see LauncherConfig.fork_server
+        asked = not any(uses_cuda(cfg) for cfg in own)
     probes = any(cfg.compile.probes and cfg.compile.mode != "eager" for cfg in own)
-    if base.launcher.name != "local" or not base.launcher.fork_server or not (len(own) > 1 or probes):
+    if base.launcher.name != "local" or not asked or not (len(own) > 1 or probes):
         yield
         return
     hf = sorted({cfg.workload.model for cfg in own if cfg.workload.name == "hf" and cfg.workload.model})

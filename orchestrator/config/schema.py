@@ -271,9 +271,10 @@ class LauncherConfig:
     """`local` (one subprocess per job), `slurm` (one array on a cluster) or `debug` (in-process)."""
     max_parallel: int | None = None
     """Jobs at once; null: one per free GPU on a GPU host, 1 on CPU (timings stay clean)."""
-    fork_server: bool = True
+    fork_server: bool | None = None
     """Local launcher: each fresh process of a job is a fork of one process per sweep that has done
-    the imports (job/fork_server.py), not a new interpreter; false: a new interpreter each."""
+    the imports (job/fork_server.py), not a new interpreter; null: for CPU jobs only (on the H200
+    the timed figures of forked jobs read slower, benchmarks/h200-time-to-answer/, until measured)."""
     max_requeues: int = 1
     """Times a job that hit its time limit or was preempted is requeued before it is `timeout`."""
     poll_s: float = 0.5

@@ -1,0 +1,54 @@
+"""Per sweep and per job: the wall by phase and the figures, before (87d98ac) and after (this change).
+
+python benchmarks/h200-time-to-answer/summarize.py > benchmarks/h200-time-to-answer/summary.txt
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+HERE = Path(__file__).parent
+PHASES = ["startup", "setup", "primer", "build", "flops", "explain", "first_calls", "parity", "timed"]
+PHASES += ["random_parity", "other", "teardown"]
+ANSWER = ["first_calls", "timed", "parity", "random_parity"]  # the compile, the timing, the checks
+
+
+def rows(folder: Path) -> list[dict]:
+    path = folder / "results.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def sweep_wall(log: Path) -> str:
+    found = re.search(r"wall_s ([\d.]+)", log.read_text())
+    return found.group(1) if found else "?"
+
+
+def main() -> None:
+    print("sweep | jobs done | sweep wall s | sum of job_wall_s")
+    jobs = []
+    for log in sorted(HERE.glob("run*/*.log")):
+        got = rows(log.with_suffix(""))
+        total = sum(r.get("job_wall_s") or 0 for r in got)
+        print(f"{log.parent.name}/{log.stem} | {len(got)} | {sweep_wall(log)} | {total:.1f}")
+        jobs += [(log.parent.name, log.stem, r) for r in got]
+    print("\nsweep | model | status | forked | job_wall_s | fixed s | " + " | ".join(PHASES))
+    for run, sweep, r in jobs:
+        phase = {p: r.get(f"wall_{p}_s") or 0.0 for p in PHASES}
+        fixed = (r.get("job_wall_s") or 0) - sum(phase[p] for p in ANSWER)
+        cells = " | ".join(f"{phase[p]:.1f}" for p in PHASES)
+        head = f"{run}/{sweep} | {r['model']} | {r['status']} | {r.get('forked')}"
+        print(f"{head} | {r['job_wall_s']:.1f} | {fixed:.1f} | {cells}")
+    print("\nsweep | model | compile_s | eager ms | compiled ms | speedup [95% CI] | parity_ok | parity_err")
+    for run, sweep, r in jobs:
+        ci = f"[{r['speedup_ci_low']:.3f}-{r['speedup_ci_high']:.3f}]"
+        times = f"{r['compile_s']:.1f} | {r['eager_ms']:.2f} | {r['compiled_ms']:.2f}"
+        figures = f"{times} | {r['speedup']:.3f} {ci}"
+        print(f"{run}/{sweep} | {r['model']} | {figures} | {r.get('parity_ok')} | {r.get('parity_err')}")
+
+
+if __name__ == "__main__":
+    main()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 from pathlib import Path
 
@@ -64,6 +65,13 @@ def test_a_fork_is_a_fresh_process_that_skipped_the_imports(tmp_path, monkeypatc
 
         got, why = run_module(work, 120, "forked_entry:answer", "crash", {"how": "exit7"})
         assert got is None and "exited with code 7" in why, why
+
+        for garbled in (b"", b"not json\n"):  # a client that hangs up or garbles: the server goes on
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as raw:
+                raw.connect(env[fork_server.ADDRESS_ENV])
+                raw.sendall(garbled)
+        got, why = run_module(work, 120, "forked_entry:answer", "report", {"how": "report"})
+        assert why is None and got["forked"] is True, why
 
         # The client gone (a supervisor killed): its fork goes too, as a child of its own would.
         started = tmp_path / "started"

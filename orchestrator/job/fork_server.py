@@ -204,6 +204,21 @@ def _forks_may_use_cuda() -> bool:
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
+def _request(conn: socket.socket) -> tuple[dict | None, list[int]]:
+    """A client's request (one JSON line) and its streams; None for a client gone or garbled."""
+    fds: list[int] = []
+    try:
+        message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+        while message and not message.endswith(b"\n"):  # a stream may split a long environment
+            more = conn.recv(1 << 20)
+            if not more:
+                break
+            message += more
+        return json.loads(message), fds
+    except (OSError, ValueError):
+        return None, fds  # closed by the caller
+
+
 def serve(address: str, extra: list[str]) -> None:
     """Import PRELOAD and `extra` (`module:attribute`, the sweep's model classes: transformers loads
     a model's module on first use), listen at `address`, fork a child per request, report its end."""
@@ -236,10 +251,10 @@ def serve(address: str, extra: list[str]) -> None:
     while True:
         for _ready in sel.select(timeout=0.05):
             conn, _ = listener.accept()
-            message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
-            ask = json.loads(message)
-            if import_time_env(ask["env"]) != own or len(fds) != 3:
-                conn.sendall(b"refused 0\n")
+            ask, fds = _request(conn)
+            if ask is None or import_time_env(ask["env"]) != own or len(fds) != 3:
+                with contextlib.suppress(OSError):  # the client may be gone
+                    conn.sendall(b"refused 0\n")
                 conn.close()
                 for fd in fds:
                     os.close(fd)
@@ -252,7 +267,8 @@ def serve(address: str, extra: list[str]) -> None:
                 _child(conn, ask, fds)
             for fd in fds:
                 os.close(fd)
-            conn.sendall(f"pid {pid}\n".encode())
+            with contextlib.suppress(OSError):  # a client gone: its fork sees it and ends
+                conn.sendall(f"pid {pid}\n".encode())
             children[pid] = conn
         while children:  # reap: each ended child's status to its client
             pid, status = os.waitpid(-1, os.WNOHANG)

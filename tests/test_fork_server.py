@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import os
 import socket
-import time
 from pathlib import Path
 
 import pytest
+from conftest import wait_until
+from test_faults import alive
 
 from orchestrator.core.env_scope import scoped_environ
 from orchestrator.job import fork_server
@@ -34,21 +35,6 @@ def answer(spec, req):
         "cwd": os.getcwd(),
     }
 """
-
-
-def _until(check, what: str, deadline_s: float = 60.0) -> None:
-    end = time.monotonic() + deadline_s
-    while not check():
-        assert time.monotonic() < end, f"not within {deadline_s:.0f} s: {what}"
-        time.sleep(0.05)
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 def test_a_fork_is_a_fresh_process_that_skipped_the_imports(tmp_path, monkeypatch):
@@ -82,10 +68,10 @@ def test_a_fork_is_a_fresh_process_that_skipped_the_imports(tmp_path, monkeypatc
         with open(os.devnull) as nothing:
             child = fork_server.start("orchestrator.job.fresh", request, False, (nothing.fileno(), 1, 2))
         assert child is not None
-        _until(started.exists, "the fork started")
+        wait_until(started.exists, 60, "the fork started")
         assert int(started.read_text()) == child.pid
         child.conn.close()
-        _until(lambda: _gone(child.pid), "the fork ended with its client")
+        wait_until(lambda: not alive(child.pid), 60, "the fork ended with its client")
 
         # A variable read at import, other than the server's: an interpreter, not a fork.
         monkeypatch.setenv("TORCHINDUCTOR_FORK_TEST", "1")

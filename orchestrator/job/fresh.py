@@ -82,21 +82,17 @@ def _run(request_path: Path, timeout_s: float) -> tuple[int, str]:
     out, err = request_path.with_name("stdout"), request_path.with_name("stderr")
     with out.open("w") as o, err.open("w") as e:
         child = start_fresh(PYTHON, request_path, notices=False, streams=(o.fileno(), e.fileno()))
-    if child is None:
-        proc = subprocess.run(
-            [*PYTHON, "-m", THIS_MODULE, str(request_path)],
-            preexec_fn=die_with_parent,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-        )
-        return proc.returncode, proc.stderr
-    try:
-        returncode = child.wait(timeout_s)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+        if child is None:
+            command = [*PYTHON, "-m", THIS_MODULE, str(request_path)]
+            proc = subprocess.run(command, preexec_fn=die_with_parent, stdout=o, stderr=e, timeout=timeout_s)
+            returncode = proc.returncode
+        else:
+            try:
+                returncode = child.wait(timeout_s)
+            finally:
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
     return returncode, err.read_text(errors="replace")
 
 

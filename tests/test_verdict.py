@@ -11,7 +11,7 @@ import re
 import shutil
 
 import pytest
-from conftest import results, run_cli
+from conftest import FAST, TESTS, results, run_cli
 
 from orchestrator.analysis.answers import Verdict
 from orchestrator.analysis.verdict import compute, lines
@@ -336,6 +336,27 @@ def test_the_cause_is_measured_and_said_with_its_number(template, tmp_path):
     assert f["cause"] == "why faster: fusion: 30 kernels a step compiled against 120 eager", f
 
 
+def test_recompiles_inside_the_steps_come_first_and_a_moving_shape_asks_for_dynamic(template, tmp_path):
+    """Recompiles inside the timed steps come before a cause with milliseconds behind it (the timed
+    compiled steps held compiles); a shape that moved asks for `compile.dynamic=true`, a Python
+    value the forward reads asks for nothing (the model's to change), and a dynamic job for nothing."""
+    reason = "0/1: tensor 'x' size mismatch at index 0. expected 16, actual 24  # x.sum()  # m.py:3 in f"
+    for name, reasons, dynamic, lever in (
+        ("shape", [reason], False, "compile.dynamic=true"),
+        ("value", ["0/3: self.calls == 3  # self.calls += 1  # m.py:7 in forward"], None, None),
+        ("dynamic", [reason], True, None),
+    ):
+        slow = gain("default", 0.5, 0.45, 0.55, 10.0, eager_busy_fraction=0.2, step_recompiles=4,
+                    step_recompile_reasons=reasons, dynamic=dynamic)  # fmt: skip
+        plant(tmp_path / name, template, [CONTROL, slow])
+        (v,) = verdict_of(tmp_path / name)["models"]
+        first = v["causes"][0]
+        assert (first["kind"], first["value"], first["lever"]) == ("step_recompiles", 4, lever), v["causes"]
+        assert v["causes"][1]["kind"] == "launch_bound" and v["cause"] == "why: " + first["text"]
+        if name == "value":
+            assert first["text"].endswith("(guard that failed: 0/3: self.calls == 3)"), "not its source line"
+
+
 def test_a_follow_up_job_measures_the_lever_and_the_verdict_gives_both_answers(fast, tmp_path):
     """A static compile over a shape schedule recompiles: the verdict names that cause with its lever,
     the sweep runs one follow-up with `compile.dynamic=true`, and both answers are printed and kept;
@@ -360,16 +381,76 @@ def test_a_follow_up_job_measures_the_lever_and_the_verdict_gives_both_answers(f
     assert v["job_id"] == named["job_id"] and kinds["recompiles"]["affects"] == "compile", v["causes"]
     # A tiny block on a CPU: the compiled call's own overhead (guards, its wrapper) is measured, and
     # it is what the answer names when compiled does not gain (recompiles cost compile time, not steps).
-    overhead = kinds["overhead"]
+    # (Named from a tenth of the step: a busy host's slower steps can put it under that.)
+    from orchestrator.analysis.causes import OVERHEAD_SHARE
+
     assert named["compiled_overhead_ms_per_step"] > 0
-    assert overhead["ms_per_step"] == pytest.approx(named["compiled_overhead_ms_per_step"])
-    if v["speedup"] < 1.1 or v["ci"][0] <= 1:
-        assert v["cause"] == "why: " + overhead["text"], v
+    share = named["compiled_overhead_ms_per_step"] / named["compiled_ms"]
+    assert ("overhead" in kinds) == (share >= OVERHEAD_SHARE), (share, v["causes"])
+    if "overhead" in kinds:
+        overhead = kinds["overhead"]
+        assert overhead["ms_per_step"] == pytest.approx(named["compiled_overhead_ms_per_step"])
+        if v["speedup"] < 1.1 or v["ci"][0] <= 1:
+            assert v["cause"] == "why: " + overhead["text"], v
     assert v["follow_up"]["lever"] == "compile.dynamic=true" and v["follow_up"]["cause"] == "recompiles"
     assert v["follow_up"]["job_id"] == follow["job_id"] and v["follow_up"]["status"] == "ok"
     assert v["follow_up"]["speedup"] == pytest.approx(follow["speedup"])
     assert "follow-up: 1 job(s)" in proc.stdout and "follow-up with compile.dynamic=true: " in proc.stdout
     assert f"verdict {v['model']}: " in proc.stdout, "the answer at the user's settings, first"
+
+
+def test_one_sweep_three_user_models_each_with_its_own_cause(tmp_path, compile_cache):
+    """One shared sweep, real inductor on the CPU, the profile pass on: a model whose graph break
+    leaves most of it eager, one that recompiles at every call (a Python counter its forward
+    changes) and a one-matmul model each get their own measured cause, in verdict.json and printed
+    (the tiny model's cause as its answer with a lever: the follow-up test below)."""
+    models = "user_models:MostlyEager,user_models:CountsItsCalls,user_models:OneLinear"
+    args = [
+        "workload=module", f"workload.path={TESTS}", f"workload.target={models}", "workload.inputs=[[8,32]]",
+        "bench.task=infer", "compile.mode=default", "bench.profile=true", *FAST,
+        "compile.cache=shared", f"compile.cache_dir={compile_cache}",
+    ]  # fmt: skip
+    proc = run_cli(args, cwd=tmp_path, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sweep = tmp_path / "sweeps" / "default"
+    found = results(sweep)
+    said = json.loads((sweep / "verdict.json").read_text())["models"]
+    verdicts = {v["model"].split(":")[-1]: v for v in said}
+    assert set(verdicts) == {"MostlyEager", "CountsItsCalls", "OneLinear"}, list(verdicts)
+    rows = {name: found[v["job_id"]] for name, v in verdicts.items()}
+
+    def first_cause(name: str) -> dict:
+        v = verdicts[name]
+        slower = v["speedup"] < 1.1 or v["ci"][0] <= 1
+        assert not slower or v["cause"] == "why: " + v["causes"][0]["text"], v
+        assert not slower or f"why: {v['causes'][0]['text']}" in proc.stdout, proc.stdout
+        return v["causes"][0]
+
+    eager = rows["MostlyEager"]  # a break in a loop: dynamo skips the frame, five of six layers eager
+    assert eager["compiled_fraction"] < 0.5 and eager["graph_breaks"] == len(eager["break_reasons"]) >= 1
+    assert "explain_break_count" not in eager and "graph_breaks_compile" not in eager, "one break count"
+    assert any(
+        "skipped, runs eager" in b["reason"] and b["where"].startswith(str(TESTS / "user_models.py"))
+        for b in eager["break_reasons"]
+    ), eager["break_reasons"]
+    cause = first_cause("MostlyEager")
+    assert cause["kind"] == "graph_breaks" and cause["value"] == pytest.approx(1 - eager["compiled_fraction"])
+
+    counting = rows["CountsItsCalls"]
+    assert counting["step_recompiles"] >= 1 and "self.calls" in counting["step_recompile_reasons"][0]
+    cause = first_cause("CountsItsCalls")
+    assert cause["kind"] == "step_recompiles" and cause["value"] == counting["step_recompiles"]
+    assert "self.calls" in cause["text"] and cause["lever"] is None, cause
+
+    tiny, v = rows["OneLinear"], verdicts["OneLinear"]  # one matmul: nothing to fuse
+    assert tiny["step_recompiles"] == 0 and tiny["compiled_fraction"] == pytest.approx(1.0)
+    kinds = [c["kind"] for c in v["causes"]]
+    assert not {"graph_breaks", "step_recompiles"} & set(kinds), kinds
+    # What it names is the profile's (its own overhead, or a kind of kernel), with the milliseconds
+    # of a step behind it; which one is the host's to say (a tiny step on a busy CPU moves).
+    assert all(c["ms_per_step"] is not None for c in v["causes"]), v["causes"]
+    sentence = (v["cause"] or "").removeprefix("why: ").removeprefix("why faster: ")
+    assert not sentence or sentence in [c["text"] for c in v["causes"]], v["cause"]
 
 
 def test_where_the_step_time_moved_is_a_cause_with_a_lever_only_where_it_acts(template, tmp_path):

@@ -358,3 +358,27 @@ class MostlyEager(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.body(torch.relu(self.pre(x)))
+
+
+class CountsItsCalls(MLP):
+    """Counts its forward calls in a Python attribute: dynamo guards on the count, so each call
+    recompiles (until dynamo's recompile limit; past it, the frame runs eager)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        return self.net(x)
+
+
+class OneLinear(nn.Module):
+    """One matmul: nothing for a compiler to fuse, so its own call overhead is what it adds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(32, 32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x)

@@ -23,7 +23,7 @@ def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
 class Cause:
     """One measured reason why a setting is slower or faster than eager, with its number."""
 
-    kind: str = ""  # graph_breaks, recompiles, cudagraph_skips, launch_bound, fusion
+    kind: str = ""  # graph_breaks, recompiles, step_recompiles, cudagraph_skips, launch_bound, fusion, ...
     value: NUMBER = None  # the measured value (the share left eager, a count, a busy fraction, a ratio)
     ms_per_step: NUMBER = None  # the milliseconds of a step it accounts for, where they are measured
     text: str = ""  # the sentence, with its number

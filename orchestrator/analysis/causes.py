@@ -1,5 +1,6 @@
 """Why a compiled setting is slower or faster than eager, from what its job measured: the share of
-the forward graph breaks leave eager, recompiles over the shape schedule, CUDA-graph skips, and, from
+the forward graph breaks leave eager, recompiles over the shape schedule and inside the timed steps,
+CUDA-graph skips, and, from
 the profile pass (`bench.profile=true`), an eager step that leaves the GPU idle (launch-bound), the
 compiled call's own host overhead (guards, the compiled region's wrapper) and the kernels a step runs
 on each side (fusion). Each cause carries its number, the milliseconds of a
@@ -21,12 +22,19 @@ LAUNCH_BOUND = 0.5  # an eager step that keeps its GPU busy less than this is la
 FEWER_KERNELS = 1.5  # eager kernels over compiled worth naming as fusion
 OVERHEAD_SHARE = 0.1  # the compiled call's own overhead, as a share of its step, worth naming
 SPLIT_SHARE = 0.05  # a kind of kernel whose time moved by this share of the compiled step is named
+MOSTLY = 0.5  # a share of the forward left eager that makes graph breaks the first cause
 
 
 def listed(row: pd.Series, key: str) -> list:
     """A list field of a table row ([] where the job has none)."""
     value = row.get(key)
     return value if isinstance(value, list) else []
+
+
+def _dynamic(row: pd.Series) -> bool:
+    """The job compiled with `compile.dynamic=true` (False: static, or automatic)."""
+    dynamic = row.get(COL.dynamic)  # a bool, or numpy's in a column of bools only; None: automatic
+    return dynamic is not None and not pd.isna(dynamic) and bool(dynamic)
 
 
 def causes(row: pd.Series) -> list[Cause]:
@@ -44,12 +52,16 @@ def causes(row: pd.Series) -> list[Cause]:
     recompiles = number(row.get(COL.dyn_recompiles)) or 0
     if recompiles > 0:
         seconds = number(row.get(COL.dyn_compile_s))
-        dynamic = row.get(COL.dynamic)  # a bool, or numpy's in a column of bools only; None: automatic
-        lever = (
-            None if dynamic is not None and not pd.isna(dynamic) and bool(dynamic) else "compile.dynamic=true"
-        )
+        lever = None if _dynamic(row) else "compile.dynamic=true"
         text = f"{recompiles:.0f} recompile(s) over the shape schedule (+{duration(seconds)} of compiling)"
         found.append(Cause("recompiles", recompiles, None, text, lever, affects="compile"))
+    again = number(row.get(COL.step_recompiles)) or 0
+    if again > 0:
+        why = (listed(row, COL.step_recompile_reasons) or ["no reason recorded"])[0]
+        guard = " ".join(why.split("#")[0].split())[:80]  # the failed guard, without its source line
+        lever = "compile.dynamic=true" if "size mismatch" in why and not _dynamic(row) else None
+        text = f"{again:.0f} recompile(s) inside the warm-up and timed steps (guard that failed: {guard})"
+        found.append(Cause("step_recompiles", again, None, text, lever))
     skips = number(row.get(COL.cudagraph_skips)) or 0
     if skips > 0:
         why = (listed(row, COL.cudagraph_skip_reasons) or ["no reason recorded"])[0][:60]
@@ -76,8 +88,15 @@ def causes(row: pd.Series) -> list[Cause]:
         text = f"fusion: {kernels[1]:.0f} {unit} a step compiled against {kernels[0]:.0f} eager"
         found.append(Cause("fusion", kernels[0] / kernels[1], None, text, None))
     found += _split_causes(row)
-    timed = [c for c in found if c.ms_per_step is not None]
-    return sorted(timed, key=lambda c: -(c.ms_per_step or 0.0)) + [c for c in found if c.ms_per_step is None]
+    # What keeps most of the forward from running compiled comes first: the compiled step's other
+    # figures then describe mostly eager code.
+    first = [
+        c for c in found if c.kind == "step_recompiles" or (c.kind == "graph_breaks" and c.value >= MOSTLY)
+    ]
+    rest = [c for c in found if c not in first]
+    timed = [c for c in rest if c.ms_per_step is not None]
+    untimed = [c for c in rest if c.ms_per_step is None]
+    return first + sorted(timed, key=lambda c: -(c.ms_per_step or 0.0)) + untimed
 
 
 def _kind_lever(row: pd.Series, kind: str, attention_as_matmuls: bool) -> str | None:

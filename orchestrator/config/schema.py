@@ -274,7 +274,7 @@ class LauncherConfig:
     fork_server: bool | None = None
     """Local launcher: each fresh process of a job is a fork of one process per sweep that has done
     the imports (job/fork_server.py), not a new interpreter; null: for CPU jobs only (on the H200
-    the timed figures of forked jobs read slower, benchmarks/h200-time-to-answer/, until measured)."""
+    forked jobs' steps read slower: benchmarks/h200-time-to-answer/run4-ab)."""
     max_requeues: int = 1
     """Times a job that hit its time limit or was preempted is requeued before it is `timeout`."""
     poll_s: float = 0.5

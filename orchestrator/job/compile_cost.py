@@ -72,6 +72,13 @@ def summarize(metrics: list) -> CompileMetrics:
     return out
 
 
+def recompiles(metrics: list) -> list[str]:
+    """The forward frames among `metrics` (a backward compiles with its forward), each by its
+    recompile reason (the guard that failed)."""
+    forward = [m for m in metrics if getattr(m, "is_forward", True) is not False]
+    return [str(getattr(m, "recompile_reason", None) or "no reason recorded")[:300] for m in forward]
+
+
 def compilation_metrics() -> list:
     from torch._dynamo.utils import get_compilation_metrics
 

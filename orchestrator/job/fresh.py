@@ -32,6 +32,7 @@ from orchestrator.job.supervisor import (
     crash_line,
     how_it_ended,
     start_fresh,
+    stop,
 )
 
 # kind -> the function that answers its request in the fresh process (imported there only); a kind
@@ -90,9 +91,7 @@ def _run(request_path: Path, timeout_s: float) -> tuple[int, str]:
             try:
                 returncode = child.wait(timeout_s)
             finally:
-                if child.poll() is None:
-                    child.kill()
-                    child.wait()
+                stop(child)
     return returncode, err.read_text(errors="replace")
 
 

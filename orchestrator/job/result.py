@@ -180,6 +180,10 @@ class CompileCost:
     compile_artifacts_mb: NUMBER = None
     compile_energy_j: NUMBER = None
     cudagraph_skips: int | None = None
+    step_recompiles: int | None = figure(dashboard=True)
+    """Forward frames compiled again during the warm-up and the timed steps: guards that failed after
+    the first call (the timed steps hold compiles; past dynamo's recompile limit the frame runs eager)."""
+    step_recompile_reasons: list = field(default_factory=list)
     metrics: CompileMetrics | None = field(default=None, metadata={"inline": True})
 
 

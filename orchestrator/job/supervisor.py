@@ -133,11 +133,11 @@ def run_child(spec: JobSpec) -> dict | None:
     try:
         returncode = child.wait()
     except UncompletedJobError as e:  # the time limit, and no requeue left: the job's last word
-        _stop(child)
+        stop(child)
         _write_ended(spec, rank, None, str(e))
         raise
     finally:  # an exception here (submitit's timeout signal, Ctrl-C) must not leave it running
-        _stop(child)
+        stop(child)
     request.unlink(missing_ok=True)
     row = _written_by(result_path, child.pid)  # the result file, read once here
     wrote = row is not None
@@ -194,7 +194,8 @@ def start_fresh(
         return fork_server.start("orchestrator.job.fresh", request, notices, (nothing.fileno(), *streams))
 
 
-def _stop(child: subprocess.Popen | Forked) -> None:
+def stop(child: subprocess.Popen | Forked) -> None:
+    """A child (an interpreter or a fork) still running: killed, and waited for."""
     if child.poll() is None:
         child.kill()
         child.wait()

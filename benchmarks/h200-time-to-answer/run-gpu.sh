@@ -6,7 +6,11 @@
 #   PART=infer    BERT and ViT inference in one sweep: before, after (repeat 1), after, before (repeat 2)
 #   PART=train1   Llama and T5 training in one sweep: before, after (repeat 1)
 #   PART=train2   the same, after first (repeat 2)
-#   PART=ab       after only: BERT and ViT inference with launcher.fork_server=true, then false, twice
+#   PART=ab       after only: fork_diag.py (fork against interpreter), then BERT and ViT inference with
+#                 launcher.fork_server=true, then false, twice
+#   PART=ab2      defaults (before, after), then BERT and ViT inference with launcher.spares=true,
+#                 then launcher.fork_server=false, then fork_diag.py (fork, spare, interpreter): ran
+#                 at commit 5fccda8, whose spares (interpreters started ahead) are since taken out
 #   PART=t5       T5 training alone: before, then after
 #   PART=defaults before, then after: BERT infer at product defaults (3 processes, probes, memory)
 #   device: PART=... bash benchmarks/h200-time-to-answer/run-gpu.sh   carry [".whl-lite", ".before"]
@@ -43,23 +47,33 @@ sweep() {  # VERSION(before|after) NAME SECONDS "overrides"
   cp "$dir/results.csv" "$dir/results.jsonl" "$work/$name/" 2>/dev/null
   # a sweep cut by its timeout writes no table: keep the results of the jobs that finished
   [ -f "$work/$name/results.jsonl" ] || for f in "$dir"/jobs/*/result.json; do
-    [ -f "$f" ] && { cat "$f"; echo; } >> "$work/$name/results.jsonl"; done
+    [ -f "$f" ] && python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$f" \
+      >> "$work/$name/results.jsonl"; done
   echo "python -m orchestrator $4  (code: $1)" > "$work/$name/command.txt"
   save
 }
 common="workload=hf workload.size=$size bench.dtype=bf16 bench=quick $where"
 infer() { sweep "$1" "$1-$2-infer" 200 "$common workload.model=BertForMaskedLM,$vit bench.task=infer compile.mode=default"; }
-train() { sweep "$1" "$1-$2-train" 280 "$common workload.model=LlamaForCausalLM,$t5 bench.task=train compile.mode=default"; }
+train() { sweep "$1" "$1-$2-train" 296 "$common workload.model=LlamaForCausalLM,$t5 bench.task=train compile.mode=default"; }
 case "${PART:-check}" in
   check) sweep after check 300 "$common workload.model=BertForMaskedLM bench.task=infer compile.mode=eager,default" ;;
   infer) infer before r1; infer after r1; infer after r2; infer before r2 ;;
   train1) train before r1; train after r1 ;;
   train2) train after r2; train before r2 ;;
   ab)  # after only: the fork server on and off, interleaved (the timed figures' question)
+    (PYTHONPATH=$site:$root/benchmarks/h200-time-to-answer:$root DIAG_DIR=/tmp/fork-diag timeout 150 $py \
+       benchmarks/h200-time-to-answer/fork_diag.py ${CPU:+cpu} 2>&1 | tee "$work/fork-diag.jsonl"); save
     for r in r1 r2; do
       sweep after "fork-on-$r" 200 "$common workload.model=BertForMaskedLM,$vit bench.task=infer compile.mode=default launcher.fork_server=true"
       sweep after "fork-off-$r" 200 "$common workload.model=BertForMaskedLM,$vit bench.task=infer compile.mode=default launcher.fork_server=false"
     done ;;
+  ab2)
+    sweep before before-defaults 200 "workload=hf workload.size=$size bench.dtype=bf16 $where workload.model=BertForMaskedLM bench.task=infer compile.mode=default"
+    sweep after after-defaults 200 "workload=hf workload.size=$size bench.dtype=bf16 $where workload.model=BertForMaskedLM bench.task=infer compile.mode=default launcher.fork_server=true"
+    sweep after spare-r1 150 "$common workload.model=BertForMaskedLM,$vit bench.task=infer compile.mode=default launcher.spares=true"
+    sweep after off-r1 150 "$common workload.model=BertForMaskedLM,$vit bench.task=infer compile.mode=default launcher.fork_server=false"
+    (PYTHONPATH=$site:$root/benchmarks/h200-time-to-answer:$root DIAG_DIR=/tmp/fork-diag timeout 150 $py \
+       benchmarks/h200-time-to-answer/fork_diag.py ${CPU:+cpu} 2>&1 | tee "$work/fork-diag.jsonl"); save ;;
   t5)
     sweep before before-t5 230 "$common workload.model=$t5 bench.task=train compile.mode=default"
     sweep after after-t5 200 "$common workload.model=$t5 bench.task=train compile.mode=default" ;;

@@ -11,8 +11,9 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 PHASES = ["startup", "setup", "primer", "build", "flops", "explain", "first_calls", "parity", "timed"]
-PHASES += ["random_parity", "other", "teardown"]
-ANSWER = ["first_calls", "timed", "parity", "random_parity"]  # the compile, the timing, the checks
+PHASES += ["random_parity", "processes", "sides_alone", "probes", "memory", "other", "teardown"]
+# the issue's fixed part: outside the compile, the timing, the checks and the fresh measuring processes
+FIXED = ["startup", "setup", "primer", "build", "flops", "explain", "other", "teardown"]
 
 
 def rows(folder: Path) -> list[dict]:
@@ -20,6 +21,11 @@ def rows(folder: Path) -> list[dict]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def started(r: dict) -> str | None:
+    """How the worker started: `forked` (this tree) or `started` (run5-ab2, commit 5fccda8)."""
+    return r.get("started") or {True: "fork", False: "interpreter"}.get(r.get("forked"))
 
 
 def sweep_wall(log: Path) -> str:
@@ -35,12 +41,12 @@ def main() -> None:
         total = sum(r.get("job_wall_s") or 0 for r in got)
         print(f"{log.parent.name}/{log.stem} | {len(got)} | {sweep_wall(log)} | {total:.1f}")
         jobs += [(log.parent.name, log.stem, r) for r in got]
-    print("\nsweep | model | status | forked | job_wall_s | fixed s | " + " | ".join(PHASES))
+    print("\nsweep | model | status | started | job_wall_s | fixed s | " + " | ".join(PHASES))
     for run, sweep, r in jobs:
         phase = {p: r.get(f"wall_{p}_s") or 0.0 for p in PHASES}
-        fixed = (r.get("job_wall_s") or 0) - sum(phase[p] for p in ANSWER)
+        fixed = sum(phase[p] for p in FIXED)
         cells = " | ".join(f"{phase[p]:.1f}" for p in PHASES)
-        head = f"{run}/{sweep} | {r['model']} | {r['status']} | {r.get('forked')}"
+        head = f"{run}/{sweep} | {r['model']} | {r['status']} | {started(r)}"
         print(f"{head} | {r['job_wall_s']:.1f} | {fixed:.1f} | {cells}")
     print("\nsweep | model | compile_s | eager ms | compiled ms | speedup [95% CI] | parity_ok | parity_err")
     for run, sweep, r in jobs:

@@ -38,6 +38,9 @@ PRESETS: dict[str, GPTSize] = {
 }
 
 
+GENERATE_POSITIONS = 2048  # `bench.task=generate`: positions of every preset (prompt + new tokens)
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, n_embd: int, n_head: int) -> None:
         super().__init__()
@@ -45,11 +48,19 @@ class CausalSelfAttention(nn.Module):
         self.qkv = nn.Linear(n_embd, 3 * n_embd)
         self.proj = nn.Linear(n_embd, n_embd)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache=None, pos: torch.Tensor | None = None) -> torch.Tensor:
+        """`cache` (workloads/kv_cache.py) and `pos`, the positions of x's tokens: attend to every
+        cached position up to each token's own (generation); without them, causal over x."""
         b, t, c = x.shape
         q, k, v = self.qkv(x).split(c, dim=2)
         q, k, v = (z.view(b, t, self.n_head, c // self.n_head).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if cache is None:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            assert pos is not None, "a cache needs the positions of x"
+            k, v = cache.update(k, v, pos)
+            mask = pos[:, None] >= torch.arange(k.shape[2], device=x.device)[None, :]
+            y = F.scaled_dot_product_attention(q, k.to(q.dtype), v.to(q.dtype), attn_mask=mask)
         return self.proj(y.transpose(1, 2).contiguous().view(b, t, c))
 
 
@@ -62,8 +73,8 @@ class Block(nn.Module):
         self.fc = nn.Linear(n_embd, 4 * n_embd)
         self.out = nn.Linear(4 * n_embd, n_embd)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x))
+    def forward(self, x: torch.Tensor, cache=None, pos: torch.Tensor | None = None) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), cache, pos)
         return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
 
 
@@ -102,13 +113,22 @@ class GPT(nn.Module):
             return logits
         return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1))
 
+    def decode(self, idx: torch.Tensor, cache: list, pos: torch.Tensor) -> torch.Tensor:
+        """Generation: idx's tokens at positions `pos` over one cache per block (workloads/kv_cache.py);
+        the logits of the last position only, as a server keeps them."""
+        x = self.wte(idx) + self.wpe(pos)
+        for block, layer in zip(self.blocks, cache, strict=True):
+            x = block(x, layer, pos)
+        return self.lm_head(self.ln_f(x[:, -1]))
+
 
 def build(cfg: WorkloadConfig, task: str, device: torch.device):
     size = PRESETS[cfg.size]  # known: check_workload ran before anything
     batch = cfg.batch_size or size.batch_size
     seq = cfg.seq_len or size.seq_len
+    positions = GENERATE_POSITIONS if task == "generate" else 0  # room for a prompt and its tokens
     with device:  # initialised where it runs: a CPU init of billions of weights takes minutes
-        model = GPT(size, max_seq=max([seq, *cfg.shapes]))
+        model = GPT(size, max_seq=max([seq, *cfg.shapes, positions]))
 
     def make_inputs(seq_len: int | None = None) -> tuple[torch.Tensor, ...]:
         t = seq_len or seq

@@ -44,6 +44,8 @@ def job_id_of(container: dict[str, Any]) -> str:
     # in the orchestrator's own keeps the id it always had, so earlier sweeps still resume.
     own_env = (container.get("env") or {}).get("python") is not None
     sections = (*MEASURED_SECTIONS, "env") if own_env else MEASURED_SECTIONS
+    if container["bench"].get("task") == "generate":  # the other tasks' ids predate the section
+        sections = (*sections, "generate")
     measured = {
         section: {k: v for k, v in container[section].items() if (section, k) not in ID_EXCLUDED}
         for section in sections

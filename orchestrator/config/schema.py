@@ -32,7 +32,9 @@ CompileMode = choices("CompileMode", COMPILE_MODES)
 WorkloadName = choices("WorkloadName", ("block", "gpt", "module", "hf", "timm"))
 InputDtype = choices("InputDtype", ("float", "long"))
 CacheKind = choices("CacheKind", ("private", "shared"))
-Task = choices("Task", ("train", "infer"))
+Task = choices("Task", ("train", "infer", "generate"))
+GenCache = choices("GenCache", ("static", "dynamic"))
+GenCompiled = choices("GenCompiled", ("both", "decode", "prefill"))
 Dtype = choices("Dtype", ("fp32", "bf16", "fp16"))
 DeviceName = choices("DeviceName", ("auto", "cpu", "cuda"))
 SidesMode = choices("SidesMode", ("auto", "paired", "apart"))
@@ -179,7 +181,8 @@ class BenchConfig:
     """What is run and how it is timed."""
 
     task: Task = Task["train"]
-    """`train` (forward, loss, backward, optimizer step) or `infer` (forward under no_grad)."""
+    """`train` (forward, loss, backward, optimizer step), `infer` (forward under no_grad) or `generate`
+    (a decoder's prefill, then one token at a time over a KV cache: the `generate` section)."""
     dtype: Dtype = Dtype["fp32"]
     """Compute dtype; bf16/fp16 run under autocast with fp32 weights."""
     device: DeviceName = DeviceName["auto"]
@@ -233,6 +236,25 @@ class BenchConfig:
         check_min("bench.timeout_s", self.timeout_s, 0, strict=True)
         check_min("bench.parity_multiplier", self.parity_multiplier, 1)
         check_min("bench.convergence_steps", self.convergence_steps, 0)
+
+
+@dataclass
+class GenerateConfig:
+    """`bench.task=generate`: a prompt of `prompt_len` tokens at `workload.batch_size`, then
+    `new_tokens` greedy tokens over a KV cache, as a server runs a decoder (job/generation.py)."""
+
+    prompt_len: int = 64
+    """Prompt tokens per request (P): the prefill's length."""
+    new_tokens: int = 32
+    """Tokens generated per request (N), the first by the prefill; the headline's step is one decode token."""
+    cache: GenCache = GenCache["static"]
+    """`static` (preallocated to P + N, fixed shapes, as gpt-fast) or `dynamic` (grows a token per step)."""
+    compiled: GenCompiled = GenCompiled["both"]
+    """What the compiled side compiles: the prefill and the decode step (`both`), or only one of them."""
+
+    def __post_init__(self) -> None:
+        check_min("generate.prompt_len", self.prompt_len, 1)
+        check_min("generate.new_tokens", self.new_tokens, 1)
 
 
 @dataclass
@@ -441,6 +463,7 @@ class Config:
     compare: CompareConfig = field(default_factory=CompareConfig)
     verdict: VerdictConfig = field(default_factory=VerdictConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
+    generate: GenerateConfig = field(default_factory=GenerateConfig)
 
     def __post_init__(self) -> None:
         if self.parallel.world_size > 1 and self.parallel.nodes > 1 and self.launcher.name != "slurm":
@@ -459,6 +482,27 @@ class Config:
             )
         if self.compile.path == "aoti":
             self._check_aoti()
+        if self.bench.task == "generate":
+            self._check_generate()
+
+    def _check_generate(self) -> None:
+        w, c = self.workload, self.compile
+        if w.name not in ("gpt", "hf"):
+            raise ConfigError(
+                f"bench.task=generate runs a decoder with a KV cache: it needs workload=gpt or workload=hf "
+                f"(a causal LM), got workload={w.name}"
+            )
+        if self.parallel.strategy != "none" or c.path != "jit" or c.scope != "model" or w.shapes:
+            raise ConfigError(
+                "bench.task=generate needs parallel=none, compile.path=jit, compile.scope=model and no "
+                f"workload.shapes (got parallel={self.parallel.strategy}, compile.path={c.path}, "
+                f"compile.scope={c.scope}, workload.shapes={list(w.shapes)})"
+            )
+        if c.optimizer or c.freezing or self.bench.convergence_steps:
+            raise ConfigError(
+                "bench.task=generate trains nothing and freezes nothing: set compile.optimizer=false, "
+                "compile.freezing=false and bench.convergence_steps=0"
+            )
 
     def _check_aoti(self) -> None:
         c = self.compile

@@ -11,6 +11,9 @@ time of the call that compiled.
 from __future__ import annotations
 
 import dataclasses
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -99,3 +102,22 @@ def save_artifacts(job_dir: Path) -> Path | None:
     path = job_dir / ARTIFACTS_FILE
     path.write_bytes(saved[0])
     return path
+
+
+@contextmanager
+def recompile_limit_lines() -> Iterator[list[str]]:
+    """Dynamo's warnings that a frame hit its recompile limit (that frame then runs eager), as said."""
+    said: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            text = record.getMessage()
+            if "hit config." in text:
+                said.append(" ".join(text.splitlines()[:2]).strip()[:300])
+
+    log, handler = logging.getLogger("torch._dynamo.convert_frame"), Keep(logging.WARNING)
+    log.addHandler(handler)
+    try:
+        yield said
+    finally:
+        log.removeHandler(handler)

@@ -109,7 +109,7 @@ class JobContext:
     # --- one step of each kind -------------------------------------------------------------
     def forward_backward(self, model: nn.Module, inputs: Inputs) -> object:
         """Forward (and backward for train): no optimizer step, so weights stay as they were."""
-        self._mark_cudagraph_step()
+        self.mark_cudagraph_step()
         if self.train:
             with self.amp():
                 loss = call(model, inputs)
@@ -119,7 +119,7 @@ class JobContext:
             return call(model, inputs)
 
     def step(self, side: Side) -> None:
-        self._mark_cudagraph_step()
+        self.mark_cudagraph_step()
         if not self.train:
             with torch.no_grad(), self.amp():
                 call(side.model, self.inputs)
@@ -131,7 +131,7 @@ class JobContext:
         loss.backward()
         (side.optimizer_step or side.optimizer.step)()
 
-    def _mark_cudagraph_step(self) -> None:
+    def mark_cudagraph_step(self) -> None:
         # CUDA-graph modes replay graphs; a new step must be marked before it may overwrite outputs.
         if self.device.type == "cuda" and self.cfg.compile.mode in CUDAGRAPH_MODES:
             torch.compiler.cudagraph_mark_step_begin()

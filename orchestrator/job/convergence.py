@@ -56,7 +56,7 @@ def data_stream(ctx: JobContext) -> Stream:
 
 def train_step(ctx: JobContext, side: Side, inputs: Inputs) -> float:
     """One optimizer step; its loss (read at once: a CUDA-graph output is overwritten next step)."""
-    ctx._mark_cudagraph_step()
+    ctx.mark_cudagraph_step()
     assert side.optimizer is not None
     side.optimizer.zero_grad(set_to_none=True)
     with ctx.amp():

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 NUMBER = float | None
-SCHEMA_VERSION = 3
-"""3: the `numerics` section, `parity_worst` (2026-12-04). 2: `error_where`, `error_log`,
+SCHEMA_VERSION = 4
+"""4: the `generation` section (`bench.task=generate`, 2026-12-04). 3: the `numerics` section,
+`parity_worst` (2026-12-04). 2: `error_where`, `error_log`,
 `compute_dtype`, `compiled_fraction`; no `explain_break_count` or `graph_breaks_compile`
 (2026-12-04). 1: every result.json before, which carries no version."""
 
@@ -72,6 +73,11 @@ class Identity:
     scope: str | None = setting("compile.scope", "compile")
     freezing: bool | None = setting("compile.freezing", "compile")
     path: str | None = setting("compile.path", "compile")
+    prompt_len: int | None = setting("generate.prompt_len", "model", header="prompt")
+    """`bench.task=generate` only (null for the other tasks), as the three below."""
+    new_tokens: int | None = setting("generate.new_tokens", "model", header="new")
+    kv_cache: str | None = setting("generate.cache", "compile", header="kv cache")
+    compiles: str | None = setting("generate.compiled", "compile")
     world_size: int = figure(dashboard=True, default=1)
     follow_up_of: str | None = figure(dashboard=True)
     """A follow-up job: the job whose verdict named the lever it measures (kept out of the suite,
@@ -393,6 +399,40 @@ class Convergence:
 
 
 @dataclass
+class GenerationSide:
+    """One side's serving figures (`bench.task=generate`), medians over the timed requests."""
+
+    ttft_ms: NUMBER = figure(dashboard=True)  # time to first token: the prefill, and its token
+    first_request_s: NUMBER = None  # the side's first request whole (the compiled side's compiles in it)
+    decode_p50_ms: NUMBER = None  # per decode token, over every token of the timed requests
+    decode_p90_ms: NUMBER = None
+    decode_tokens_per_s: NUMBER = figure(dashboard=True)  # batch x decode tokens / their seconds
+    e2e_ms: NUMBER = None  # a request end to end: prefill and every decode token
+
+
+@dataclass
+class Generation:
+    """`bench.task=generate` (job/generation.py): a prompt, then one token at a time over a KV cache."""
+
+    eager: GenerationSide = side(GenerationSide)
+    compiled: GenerationSide = side(GenerationSide)
+    gen_ttft_speedup: NUMBER = figure(dashboard=True)
+    gen_ttft_ci_low: NUMBER = None
+    gen_ttft_ci_high: NUMBER = None
+    gen_e2e_speedup: NUMBER = None
+    gen_frames: int | None = None  # frames compiled over the compiled side's first request
+    gen_recompiles: int | None = figure(dashboard=True)  # of those, compiled again (a guard failed)
+    gen_recompile_reasons: list = field(default_factory=list)
+    gen_compile_s: NUMBER = None  # first request, compiled minus eager
+    gen_timed_recompiles: int | None = None  # frames compiled during the warm-up and timed requests
+    gen_recompile_limit: str | None = figure(dashboard=True)
+    """Dynamo's own line where a frame hit its recompile limit: that frame then ran eager."""
+    gen_parity_errors: list = field(default_factory=list)  # teacher-forced logits' error, per token
+    gen_first_divergence: int | None = None  # the first generated token where greedy tokens part
+    gen_cache_gib: NUMBER = None  # one side's KV cache at the end of a request
+
+
+@dataclass
 class Environment:
     """What the result was measured on."""
 
@@ -469,6 +509,7 @@ class JobResult:
     profile: Profile | None = None
     shapes: Shapes | None = None
     convergence: Convergence | None = None
+    generation: Generation | None = None
     environment: Environment | None = None
     numerics: Numerics | None = None
     wall: WallTime | None = None
@@ -570,6 +611,7 @@ SECTION_TYPES: dict[str, type] = {
     "profile": Profile,
     "shapes": Shapes,
     "convergence": Convergence,
+    "generation": Generation,
     "environment": Environment,
     "numerics": Numerics,
     "wall": WallTime,

@@ -29,6 +29,8 @@ def result_skeleton(spec: JobSpec) -> JobResult:
     for rf in FIELDS.values():  # each setting from the config key it comes from
         if rf.source:
             section, key = rf.source.split(".")
+            if section == "generate" and cfg.bench.task != "generate":
+                continue  # the serving settings name generation jobs only
             setattr(identity, rf.key, _plain(getattr(getattr(cfg, section), key)))
     if cfg.workload.name == "module":
         identity.size = cfg.workload.target  # a user's model is named by its class

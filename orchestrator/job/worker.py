@@ -25,7 +25,7 @@ from orchestrator.core.failures import RANK_ERROR, classify, first_rank_error, u
 from orchestrator.core.files import RESULT_FILE, write_json_atomic
 from orchestrator.core.numbers import payback_steps, saved_per_step_s
 from orchestrator.core.user_code import user_code
-from orchestrator.job import fork_server, processes
+from orchestrator.job import fork_server, generation, processes
 from orchestrator.job.compile_cost import ARTIFACTS_FILE
 from orchestrator.job.compile_probe import run_probe
 from orchestrator.job.compile_settings import compile_settings, fresh_dir
@@ -85,6 +85,9 @@ def compile_probes(spec: JobSpec, device: torch.device, cache: Path, result: Job
 def measure(spec: JobSpec, ctx: JobContext, cache: Path) -> None:
     """The protocol in this process, then the fresh processes (processes.py): more paired
     repetitions and each side alone; or, where the sides do not fit together, each side apart."""
+    if ctx.cfg.bench.task == "generate":  # one process, a protocol of its own
+        generation.run_generation(ctx)
+        return
     rule = sides_rule(ctx.cfg, ctx.device, ctx.world)
     why = None
     try:
@@ -147,8 +150,12 @@ def run_job(spec: JobSpec, clock: WallClock | None = None) -> dict | None:
     cache = job_cache(spec)
     private = cfg.compile.cache == "private"
     compiled_mode = cfg.compile.mode != "eager"
-    probes = (
-        compiled_mode and cfg.compile.probes and cfg.parallel.world_size == 1 and cfg.compile.path == "jit"
+    probes = (  # they compile the model's forward: not what a generation job compiles
+        compiled_mode
+        and cfg.compile.probes
+        and cfg.parallel.world_size == 1
+        and cfg.compile.path == "jit"
+        and cfg.bench.task != "generate"
     )
     trace_dir = spec.job_dir / "trace" if cfg.compile.trace else None
     outcome = result.outcome

@@ -17,6 +17,7 @@ from orchestrator.job.inductor_options import check_options
 from orchestrator.job.scope import regions_supported
 from orchestrator.launch.launchers import make_launcher
 from workloads import check_blocks, check_workload
+from workloads.decoding import check_generate
 
 
 def _check_backend(name: str) -> None:
@@ -65,6 +66,17 @@ def check_plan(plan: Plan) -> None:
         with user_code(workload.path):  # forgotten after: each job imports its own copy
             check_workload(workload)
             check_blocks(workload)  # a named blocks path, on the model built on the meta device
+    generating = {
+        (
+            json.dumps(j.config["workload"], sort_keys=True, default=str),
+            j.cfg.generate.prompt_len,
+            j.cfg.generate.new_tokens,
+        ): j.cfg
+        for j in plan.jobs
+        if j.cfg.bench.task == "generate"
+    }
+    for cfg in generating.values():  # a causal LM whose positions hold the prompt and its tokens
+        check_generate(cfg.workload, cfg.generate)
     for backend, path in backends:
         if ":" in backend:
             with user_code(path):

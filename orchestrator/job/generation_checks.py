@@ -1,0 +1,94 @@
+"""What `bench.task=generate` checks beside its timings: teacher-forced parity, where greedy tokens
+part, and each side's peak memory over a request (job/generation.py runs them).
+
+Random weights leave the top logits of a decoder near-tied, so greedy tokens of two correct sides can
+part at any token for reasons that are not a miscompile. Parity therefore feeds both sides eager's
+tokens (teacher forcing) and compares every token's logits, each against the dtype's tolerance
+(job/tolerance.py, the limit the other tasks use); the first token where free-running greedy tokens
+differ is reported beside it, never used to pass or fail.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import torch
+
+from orchestrator.job.context import JobContext, synchronize
+from orchestrator.job.result import Memory, Parity
+from orchestrator.job.tolerance import PARITY_TOL
+from workloads.decoding import Decoder
+
+if TYPE_CHECKING:
+    from orchestrator.job.generation import GenSide
+
+RULE = "teacher-forced: both sides fed eager's tokens; every token's logits within the dtype's tolerance"
+
+
+def first_divergence(eager: torch.Tensor, compiled: torch.Tensor) -> int | None:
+    """The first generated token (0: the prefill's) where any sequence's greedy tokens differ; None: none."""
+    differs = (eager != compiled).any(dim=0).nonzero()
+    return int(differs[0]) if len(differs) else None
+
+
+def _error(compiled: torch.Tensor, eager: torch.Tensor) -> float:
+    """||compiled - eager|| / ||eager|| in float64; NaN or inf stays NaN (never a pass)."""
+    c, e = compiled.detach().double(), eager.detach().double()
+    value = float((c - e).norm() / e.norm().clamp_min(1e-30))
+    return value if math.isfinite(value) else math.nan
+
+
+def teacher_forced(
+    ctx: JobContext, eager: GenSide, compiled: GenSide, decoder: Decoder, prompt: torch.Tensor, pos: list
+) -> tuple[Parity, list[float]]:
+    """Both sides step by step on eager's tokens, each with its own cache: each token's logits error."""
+    errors = []
+    eager.cache, compiled.cache = decoder.reset(eager.cache), decoder.reset(compiled.cache)
+    with torch.no_grad(), ctx.amp():
+        e = eager.prefill(prompt, eager.cache, pos[0])
+        ctx.mark_cudagraph_step()
+        errors.append(_error(compiled.prefill(prompt, compiled.cache, pos[0]), e))
+        for p in pos[1:]:
+            token = e.argmax(-1)[:, None]
+            e = eager.decode(token, eager.cache, p)
+            ctx.mark_cudagraph_step()
+            errors.append(_error(compiled.decode(token, compiled.cache, p), e))
+    tol = PARITY_TOL[ctx.result.model.compute_dtype or ctx.cfg.bench.dtype] if ctx.result.model else 1e-4
+    worst = max(errors, key=lambda x: math.inf if math.isnan(x) else x)
+    bad = [i for i, x in enumerate(errors) if not x <= tol]
+    parity = Parity(
+        parity_ok=not bad,
+        parity_err=worst,
+        parity_limit=tol,
+        parity_tol=tol,
+        parity_rule=RULE,
+        parity_reference="eager",
+        parity_out_err=worst,
+    )
+    if bad:
+        parity.parity_error = (
+            f"generated token {bad[0]}: compiled logits' relative error {errors[bad[0]]:.3g} is past "
+            f"the tolerance {tol:g} ({len(bad)} of {len(errors)} tokens), both sides fed eager's tokens"
+        )
+    return parity, errors
+
+
+def peak_memory(
+    ctx: JobContext, eager: GenSide, compiled: GenSide, decoder: Decoder, prompt: torch.Tensor, pos: list
+) -> Memory:
+    """Each side's peak allocated memory over one request (weights, its KV cache, activations, CUDA-
+    graph pools), less the bytes the other side's cache holds meanwhile (one process holds both)."""
+    from orchestrator.job.generation import request
+
+    peaks = {}
+    for side, other in ((eager, compiled), (compiled, eager)):
+        synchronize(ctx.device)
+        torch.cuda.reset_peak_memory_stats(ctx.device)
+        request(ctx, side, decoder, prompt, pos)
+        held = decoder.bytes(other.cache)
+        peaks[side.name] = (torch.cuda.max_memory_allocated(ctx.device) - held) / 2**30
+    out = Memory(memory_basis="one process, one request per side, the other side's KV cache left out")
+    out.eager.peak_gib, out.compiled.peak_gib = peaks["eager"], peaks["compiled"]
+    out.memory_ratio = peaks["compiled"] / peaks["eager"] if peaks["eager"] else None
+    return out

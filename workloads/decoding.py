@@ -1,0 +1,166 @@
+"""What `bench.task=generate` needs of a decoder: a KV cache of either kind, and one forward over it.
+
+A `Decoder` is built from a workload's model: the built-in GPT (its own caches, workloads/kv_cache.py)
+or a transformers causal LM (its `StaticCache` / `DynamicCache`, called the way its installed version
+names them: `cache` from transformers 5.2x, `past_key_values` before). `forward(ids, cache, pos)`
+returns the logits of the last position only, as a server keeps them (`logits_to_keep=1`).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+from torch import nn
+
+from orchestrator.core.failures import ConfigError
+from workloads.kv_cache import DynamicKV, StaticKV, cache_bytes
+
+
+class Decoder:
+    """A decoder model with its cache: `new_cache`, `reset` between requests, `forward`."""
+
+    positions: int | None = None
+    """The longest sequence the model takes (prompt + new tokens), where it is known."""
+
+    def __init__(self, model: nn.Module, kind: str, max_len: int, batch: int, dtype: torch.dtype) -> None:
+        self.model, self.kind, self.max_len, self.batch, self.dtype = model, kind, max_len, batch, dtype
+
+    def new_cache(self) -> Any:
+        raise NotImplementedError
+
+    def reset(self, cache: Any) -> Any:
+        """The cache for the next request: a static one zeroed in place (its addresses kept), a
+        dynamic one new."""
+        raise NotImplementedError
+
+    def forward(self, ids: torch.Tensor, cache: Any, pos: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def bytes(self, cache: Any) -> int:
+        raise NotImplementedError
+
+
+class GPTDecoder(Decoder):
+    """The built-in GPT (workloads/gpt.py) over one StaticKV or DynamicKV per block."""
+
+    def __init__(self, model: nn.Module, kind: str, max_len: int, batch: int, dtype: torch.dtype) -> None:
+        super().__init__(model, kind, max_len, batch, dtype)
+        self.positions = model.wpe.num_embeddings
+        first = model.blocks[0].attn
+        self.heads, self.head_dim = first.n_head, model.wte.embedding_dim // first.n_head
+
+    def new_cache(self) -> list:
+        device = self.model.wte.weight.device
+        if self.kind == "static":
+            shape = (self.batch, self.heads, self.max_len, self.head_dim)
+            return [StaticKV(*shape, self.dtype, device) for _ in self.model.blocks]
+        return [DynamicKV() for _ in self.model.blocks]
+
+    def reset(self, cache: list) -> list:
+        if self.kind != "static":
+            return self.new_cache()
+        for layer in cache:
+            layer.reset()
+        return cache
+
+    def forward(self, ids: torch.Tensor, cache: list, pos: torch.Tensor) -> torch.Tensor:
+        return self.model.decode(ids, cache, pos)
+
+    def bytes(self, cache: list) -> int:
+        return cache_bytes(cache)
+
+
+class HFDecoder(Decoder):
+    """A transformers causal LM over its own StaticCache or DynamicCache."""
+
+    def __init__(self, model: nn.Module, kind: str, max_len: int, batch: int, dtype: torch.dtype) -> None:
+        super().__init__(model, kind, max_len, batch, dtype)
+        params = inspect.signature(model.forward).parameters
+        self.cache_key = "cache" if "cache" in params else "past_key_values"
+        self.keep = "logits_to_keep" in params
+        self.cache_position = "cache_position" in params
+        config = model.config
+        self.positions = getattr(config, "max_position_embeddings", None) or getattr(
+            config, "n_positions", None
+        )
+
+    def new_cache(self) -> Any:
+        from transformers import DynamicCache, StaticCache
+
+        if self.kind == "static":
+            return StaticCache(config=self.model.config, max_cache_len=self.max_len)
+        return DynamicCache(config=self.model.config)
+
+    def reset(self, cache: Any) -> Any:
+        if self.kind != "static":
+            return self.new_cache()
+        cache.reset()
+        return cache
+
+    def forward(self, ids: torch.Tensor, cache: Any, pos: torch.Tensor) -> torch.Tensor:
+        kwargs: dict[str, Any] = {self.cache_key: cache, "use_cache": True}
+        kwargs["position_ids"] = pos[None].expand(ids.shape[0], -1)
+        if self.cache_position:
+            kwargs["cache_position"] = pos
+        if self.keep:
+            kwargs["logits_to_keep"] = 1
+        return self.model(input_ids=ids, **kwargs).logits[:, -1]
+
+    def bytes(self, cache: Any) -> int:
+        tensors = [
+            getattr(layer, k, None) for layer in getattr(cache, "layers", []) for k in ("keys", "values")
+        ]
+        return sum(t.nbytes for t in tensors if isinstance(t, torch.Tensor))
+
+
+def decoder_of(model: nn.Module, kind: str, max_len: int, batch: int, dtype: torch.dtype) -> Decoder:
+    """The decoder of a built-in GPT or a transformers causal LM; one ConfigError line otherwise."""
+    if hasattr(model, "decode") and hasattr(model, "wpe"):
+        return GPTDecoder(model, kind, max_len, batch, dtype)
+    if getattr(getattr(model, "config", None), "is_encoder_decoder", False):
+        raise ConfigError(
+            f"bench.task=generate runs decoder-only models; {type(model).__name__} is an encoder-decoder "
+            "(seq2seq generation is not measured yet)"
+        )
+    if hasattr(model, "config") and type(model).__name__.endswith(("ForCausalLM", "LMHeadModel")):
+        return HFDecoder(model, kind, max_len, batch, dtype)
+    raise ConfigError(
+        f"bench.task=generate needs a causal LM (workload=gpt, or a transformers *ForCausalLM / "
+        f"*LMHeadModel); {type(model).__name__} is not one"
+    )
+
+
+def check_generate(workload: Any, generate: Any) -> None:
+    """Before anything runs: the model is a decoder this task can drive, and the prompt with its new
+    tokens fits its positions; one ConfigError line otherwise."""
+    from workloads import gpt
+
+    total = generate.prompt_len + generate.new_tokens
+    if workload.name == "gpt":
+        positions, where = gpt.GENERATE_POSITIONS, "the built-in gpt's positions"
+    else:
+        from workloads import hf
+        from workloads.hf_config import build_config
+
+        cls = hf.model_class(workload.model)
+        config = build_config(workload, cls)
+        name = cls.__name__
+        if getattr(config, "is_encoder_decoder", False):
+            raise ConfigError(
+                f"bench.task=generate runs decoder-only models; workload.model={name} is an encoder-decoder "
+                "(seq2seq generation is not measured yet)"
+            )
+        if not name.endswith(("ForCausalLM", "LMHeadModel")):
+            raise ConfigError(
+                f"bench.task=generate needs a causal LM; workload.model={name} is not one (choose a "
+                "*ForCausalLM or *LMHeadModel class, e.g. LlamaForCausalLM, GPT2LMHeadModel)"
+            )
+        positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+        where = f"{name}'s max_position_embeddings at workload.size={workload.size}"
+    if positions and total > positions:
+        raise ConfigError(
+            f"generate.prompt_len={generate.prompt_len} + generate.new_tokens={generate.new_tokens} "
+            f"= {total} is past {where} ({positions}); shorten them"
+        )

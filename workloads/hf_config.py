@@ -21,6 +21,8 @@ SIZES: dict[str, dict[str, Any]] = {
     "tiny": dict(layers=2, hidden=64, heads=4, kv_heads=2, ffn=128, vocab=1024, head_dim=16),
     "small": dict(layers=4, hidden=256, heads=4, kv_heads=2, ffn=1024, vocab=32000, head_dim=64),
     "base": dict(layers=12, hidden=768, heads=12, kv_heads=4, ffn=3072, vocab=32000, head_dim=64),
+    # Llama-3.2-1B's shape (1.24B parameters with its tied embeddings), for `+sweep=generate`
+    "1b": dict(layers=16, hidden=2048, heads=32, kv_heads=8, ffn=8192, vocab=128256, head_dim=64, tied=True),
     "default": {},
 }
 # `tiny` only: positions, images and audio frames a CPU test can afford (Whisper's encoder takes
@@ -50,6 +52,7 @@ CONFIG_KEYS = {
     ),
     "vocab": ("vocab_size",),
     "head_dim": ("head_dim", "d_kv"),
+    "tied": ("tie_word_embeddings",),
 }
 # Keys that hold a token id or an index, where 0 is a fine value.
 ID_SUFFIXES = ("_id", "_ids", "_idx", "_index")

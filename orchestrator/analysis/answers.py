@@ -135,6 +135,7 @@ class Verdict:
     shared: str = ""  # what every model has in common, said once
     models: list[ModelVerdict] = field(default_factory=list)  # one answer per model
     suite: Suite | None = None  # several models only
+    serving: list[str] = field(default_factory=list)  # generation: each batch's answer, per model
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -1,9 +1,9 @@
 """Why a compiled setting is slower or faster than eager, from what its job measured: the share of
 the forward graph breaks leave eager, recompiles over the shape schedule and inside the timed steps,
-CUDA-graph skips, and, from
-the profile pass (`bench.profile=true`), an eager step that leaves the GPU idle (launch-bound), the
-compiled call's own host overhead (guards, the compiled region's wrapper) and the kernels a step runs
-on each side (fusion). Each cause carries its number, the milliseconds of a
+recompiles over a generation request and a frame past dynamo's recompile limit, CUDA-graph skips,
+and, from the profile pass (`bench.profile=true`), an eager step that leaves the GPU idle
+(launch-bound), the compiled call's own host overhead (guards, the compiled region's wrapper) and the
+kernels a step runs on each side (fusion). Each cause carries its number, the milliseconds of a
 step it accounts for where those are measured, and the setting that addresses it where one is known.
 Nothing here is inferred from the model's kind or size: a cause without its measurement is not named.
 """
@@ -55,6 +55,7 @@ def causes(row: pd.Series) -> list[Cause]:
         lever = None if _dynamic(row) else "compile.dynamic=true"
         text = f"{recompiles:.0f} recompile(s) over the shape schedule (+{duration(seconds)} of compiling)"
         found.append(Cause("recompiles", recompiles, None, text, lever, affects="compile"))
+    found += _generation_causes(row)
     again = number(row.get(COL.step_recompiles)) or 0
     if again > 0:
         why = (listed(row, COL.step_recompile_reasons) or ["no reason recorded"])[0]
@@ -91,12 +92,35 @@ def causes(row: pd.Series) -> list[Cause]:
     # What keeps most of the forward from running compiled comes first: the compiled step's other
     # figures then describe mostly eager code.
     first = [
-        c for c in found if c.kind == "step_recompiles" or (c.kind == "graph_breaks" and c.value >= MOSTLY)
+        c
+        for c in found
+        if c.kind in ("recompile_limit", "step_recompiles")
+        or (c.kind == "graph_breaks" and c.value >= MOSTLY)
     ]
     rest = [c for c in found if c not in first]
     timed = [c for c in rest if c.ms_per_step is not None]
     untimed = [c for c in rest if c.ms_per_step is None]
     return first + sorted(timed, key=lambda c: -(c.ms_per_step or 0.0)) + untimed
+
+
+def _generation_causes(row: pd.Series) -> list[Cause]:
+    """`bench.task=generate`: a frame past dynamo's recompile limit (it then ran eager, counted as
+    compiled), and the recompiles over one request (a dynamic cache's key length grows every token)."""
+    found = []
+    count = number(row.get(COL.gen_recompiles)) or 0
+    static = row.get(COL.kv_cache) == "static"
+    lever = "generate.cache=static" if not static else None if _dynamic(row) else "compile.dynamic=true"
+    limit = row.get(COL.gen_recompile_limit)
+    if isinstance(limit, str) and limit:
+        text = (
+            f"dynamo hit its recompile limit within a request: that frame ran eager after it ({limit[:90]})"
+        )
+        found.append(Cause("recompile_limit", count, None, text, lever))
+    elif count > 0:
+        seconds = number(row.get(COL.gen_compile_s))
+        text = f"{count:.0f} recompile(s) over one request (first request's compile {duration(seconds)})"
+        found.append(Cause("recompiles", count, None, text, lever, affects="compile"))
+    return found
 
 
 def _kind_lever(row: pd.Series, kind: str, attention_as_matmuls: bool) -> str | None:

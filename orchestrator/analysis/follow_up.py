@@ -35,6 +35,7 @@ def _measured_already(rows: pd.DataFrame, lever: str) -> bool:
         "compile.mode": COL.mode,
         "bench.matmul_precision": COL.num_matmul_precision,
         "bench.sdp_reduced_math": COL.num_sdp_reduced_math,
+        "generate.cache": COL.kv_cache,
     }.get(key)
     if column is None or column not in rows:
         return False

@@ -18,6 +18,7 @@ import pandas as pd
 from orchestrator.analysis.answers import FollowUp, ModelVerdict, Verdict
 from orchestrator.analysis.causes import cause_line, causes, listed
 from orchestrator.analysis.follow_up import main_rows
+from orchestrator.analysis.serving import batch_lines
 from orchestrator.analysis.suite import MEMORY_RATIO, passed_job, setting_text, suite_lines, suite_summary
 from orchestrator.analysis.trust import distrust, remedy
 from orchestrator.config.schema import VerdictConfig
@@ -44,9 +45,11 @@ THIN_MARGIN = 0.5  # a parity error past this fraction of its limit is a thin ma
 def run_length(row: pd.Series, vc: VerdictConfig) -> tuple[float, str]:
     """Steps of the declared run for this job, and the words for it."""
     eager_ms = number(row.get(COL.eager_ms))
-    if vc.serve_s is not None and row.get(COL.task) == "infer" and eager_ms:
+    task = row.get(COL.task)
+    if vc.serve_s is not None and task in ("infer", "generate") and eager_ms:
         calls = vc.serve_s / (eager_ms / 1000)  # what eager serves in that time at full load
-        return calls, f"{duration(vc.serve_s)} of serving ({_sig(calls)} calls)"
+        unit = "decode steps" if task == "generate" else "calls"
+        return calls, f"{duration(vc.serve_s)} of serving ({_sig(calls)} {unit})"
     return float(vc.steps), f"{vc.steps:,} steps"
 
 
@@ -234,13 +237,14 @@ def compute(df: pd.DataFrame, plan: dict[str, Any], vc: VerdictConfig) -> Verdic
             kinds = [c.kind for c in v.causes if c.lever == answer.lever]
             v.follow_up = dataclasses.replace(answer, cause=kinds[0] if kinds else "")
     suite = suite_summary(df.assign(_model=names), settings) if len(verdicts) > 1 else None
-    return Verdict(vc.steps, vc.serve_s, str(vc.cache), shared, verdicts, suite)
+    serving = batch_lines(df, verdicts, models)
+    return Verdict(vc.steps, vc.serve_s, str(vc.cache), shared, verdicts, suite, serving)
 
 
 def lines(verdict: Verdict) -> list[str]:
     """One line per model (a second with its risks and failures, if any), then the suite's; each cut to
     PLAIN_WIDTH."""
-    serving = f"{duration(verdict.serve_s)} of serving (infer) or " if verdict.serve_s else ""
+    serving = f"{duration(verdict.serve_s)} of serving (infer, generate) or " if verdict.serve_s else ""
     head = f"verdict for {serving}{verdict.steps:,} steps, {verdict.cache} compile"
     numerics = {v.numerics for v in verdict.models if v.numerics}
     head += f"; numerics: {numerics.pop()}" if len(numerics) == 1 else ""  # else per model, below
@@ -257,6 +261,7 @@ def lines(verdict: Verdict) -> list[str]:
         )
         out += [f"  {'; '.join(more)}"] if more else []  # the model's second line, only when there is news
         out += [f"  follow-up {v.follow_up.why}"] if v.follow_up else []
+    out += verdict.serving
     if verdict.suite:
         out += suite_lines(verdict.suite, PLAIN_WIDTH)
     return [line if len(line) <= PLAIN_WIDTH else line[: PLAIN_WIDTH - 3] + "..." for line in out]

@@ -65,10 +65,11 @@ def _expand(loader: ConfigLoader, overrides: list[str]) -> tuple[list[str], list
     fixed_keys = {o.get_key_element() for o in parsed}
     axes = [o for o in parse_overrides(preset_lines, loader) if o.get_key_element() not in fixed_keys]
     axes += list(cli_axes.values())
+    extra = [[str(o) for o in point] for point in composed.sweep.get("points") or []]  # sweep.points
     if not axes:
-        return fixed, [[]], composed
+        return fixed, [[], *extra], composed
     batches = BasicSweeper.split_arguments(axes, max_batch_size=None)
-    return fixed, batches[0], composed
+    return fixed, batches[0] + extra, composed
 
 
 def expand(overrides: list[str]) -> tuple[list[str], list[list[str]]]:

@@ -64,7 +64,7 @@ class WorkloadConfig:
     name: WorkloadName = WorkloadName["gpt"]
     """`block` (seed block), `gpt` (decoder), `hf` (transformers), `timm` or `module` (your own)."""
     size: str = "tiny"
-    """Size preset (workloads/): gpt and block sizes; hf `tiny`, `small`, `base`, `default`; not `module`."""
+    """Size preset (workloads/): gpt and block sizes; hf `tiny`, `small`, `base`, `1b`, `default`."""
     batch_size: int | None = None
     """Samples per step per rank; null takes the preset's."""
     seq_len: int | None = None
@@ -385,6 +385,9 @@ class SweepConfig:
     """Submit and return at once; ask later with `python -m orchestrator status DIR`."""
     report: bool = True
     """Write the dashboard at the end."""
+    points: list[list[str]] = field(default_factory=list)
+    """Points beside the grid, each a list of overrides on the sweep's fixed ones, not on the grid's
+    axes (a point sets every axis it needs): [[generate.cache=dynamic, compile.dynamic=true]]."""
 
 
 @dataclass
@@ -406,9 +409,9 @@ class VerdictConfig:
     """The run the verdict is for (`python -m orchestrator verdict DIR verdict.steps=N` recomputes it)."""
 
     steps: int = 10_000
-    """Steps (train) or calls (infer) of the run that would pay the compile cost back."""
+    """Steps (train), calls (infer) or decode steps (generate) of the run that would pay the compile back."""
     serve_s: float | None = None
-    """`infer` only: seconds of serving at full load instead (calls = what eager serves in that time)."""
+    """`infer` and `generate`: seconds of serving at full load instead (what eager serves in that time)."""
     cache: VerdictCache = VerdictCache["cold"]
     """Compile cost the run pays: `cold` (an empty cache) or `warm` (a restart on a filled cache)."""
     max_ci_width: float = 0.25

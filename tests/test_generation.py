@@ -1,0 +1,133 @@
+"""`bench.task=generate`: real tiny decoders (transformers' Llama with grouped-query attention and
+GPT-2, and the built-in gpt) served in one shared sweep by the real CLI and inductor on the CPU; and
+each bad value refused before anything runs, in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import FAST, run_cli
+
+from orchestrator.__main__ import main
+
+PROMPT, NEW = 8, 4
+SIDE_FIGURES = (
+    "ttft_ms",
+    "first_request_s",
+    "decode_p50_ms",
+    "decode_p90_ms",
+    "decode_tokens_per_s",
+    "e2e_ms",
+)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, compile_cache):
+    """One sweep: Llama (GQA: the tiny preset has 4 heads, 2 key-value heads) and GPT-2 on a static
+    cache, Llama on a dynamic one, the built-in gpt on a static one, and the built-in gpt on a
+    dynamic cache with compile.dynamic=false for 10 tokens (past dynamo's recompile limit of 8)."""
+    cwd = tmp_path_factory.mktemp("generate")
+    points = (
+        "[['generate.cache=dynamic','workload=hf','workload.model=LlamaForCausalLM'],['workload=gpt'],"
+        "['workload=gpt','generate.cache=dynamic','compile.dynamic=false','generate.new_tokens=10']]"
+    )
+    args = [
+        "bench=quick", "bench.task=generate", "workload=choice(hf)", "workload.size=tiny",
+        "workload.model=LlamaForCausalLM,GPT2LMHeadModel", f"sweep.points={points}",
+        f"generate.prompt_len={PROMPT}", f"generate.new_tokens={NEW}", *FAST,
+        "compile.cache=shared", f"compile.cache_dir={compile_cache}",
+    ]  # fmt: skip
+    proc = run_cli(args, cwd=cwd, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sweep = cwd / "sweeps" / "default"
+    rows = [json.loads(p.read_text()) for p in (sweep / "jobs").glob("*/result.json")]
+    verdict = json.loads((sweep / "verdict.json").read_text())
+    return proc, rows, verdict
+
+
+def _row(rows: list[dict], workload: str, cache: str, model: str | None = None) -> dict:
+    found = [r for r in rows if r["workload"] == workload and r["kv_cache"] == cache and r["model"] == model]
+    assert len(found) == 1, [(r["workload"], r["model"], r["kv_cache"]) for r in rows]
+    return found[0]
+
+
+def test_every_decoder_generates_with_teacher_forced_parity_and_every_figure(served):
+    proc, rows, _ = served
+    assert len(rows) == 5 and all(r["status"] == "ok" for r in rows), [(r["label"], r["error"]) for r in rows]
+    for r in rows:
+        assert r["task"] == "generate" and r["prompt_len"] == PROMPT and r["compiles"] == "both"
+        n = r["new_tokens"]
+        # Parity: every generated token's logits, both sides fed eager's tokens, within the dtype's limit.
+        assert len(r["gen_parity_errors"]) == n and r["parity_ok"] is True
+        assert max(r["gen_parity_errors"]) <= r["parity_tol"] == 1e-4 and r["parity_err"] > 0
+        for side in ("eager", "compiled"):
+            for figure in SIDE_FIGURES:
+                assert r[f"{side}_{figure}"] > 0, (r["label"], side, figure)
+        assert r["compiled_decode_p90_ms"] >= r["compiled_decode_p50_ms"]
+        # The headline: per-token decode latency, with its CI; a step is one decode token of the batch.
+        assert r["speedup"] > 0 and r["speedup_ci_low"] <= r["speedup"] <= r["speedup_ci_high"]
+        assert r["seq_len"] == 1 and r["compiled_tokens_per_s"] > 0
+        assert r["gen_ttft_speedup"] > 0 and r["gen_e2e_speedup"] > 0 and r["gen_cache_gib"] > 0
+        assert r["gen_compile_s"] > 0 and r["compile_s"] == r["gen_compile_s"] and r["gen_frames"] >= 2
+    assert "kv_cache" in proc.stdout and "verdict " in proc.stdout, proc.stdout
+
+
+def test_a_dynamic_cache_recompiles_where_a_static_one_does_not(served):
+    _, rows, _ = served
+    for static in (_row(rows, "hf", "static", "LlamaForCausalLM"), _row(rows, "gpt", "static")):
+        assert static["gen_frames"] == 2 and static["gen_recompiles"] == 0, static["gen_recompile_reasons"]
+        assert static["gen_timed_recompiles"] == 0 and static["gen_recompile_limit"] is None
+    dynamic = _row(rows, "hf", "dynamic", "LlamaForCausalLM")  # the key length grows every token
+    assert dynamic["gen_recompiles"] >= 1 and "size mismatch" in dynamic["gen_recompile_reasons"][0]
+
+
+def test_hitting_the_recompile_limit_is_said_and_named_first(served):
+    _, rows, verdict = served
+    hit = _row(rows, "gpt", "dynamic")
+    assert hit["new_tokens"] == 10 and hit["dynamic"] is False
+    assert "recompile_limit" in hit["gen_recompile_limit"] and hit["gen_recompiles"] >= 7
+    answer = next(v for v in verdict["models"] if v["job_id"] == hit["job_id"])
+    first = answer["causes"][0]
+    assert first["kind"] == "recompile_limit" and first["lever"] == "generate.cache=static", first
+
+
+GENERATE = ["bench.task=generate"]
+REFUSED = [
+    ([*GENERATE, "generate.new_tokens=0"], "generate.new_tokens=0 is not valid; it must be >= 1"),
+    (
+        [
+            *GENERATE,
+            "workload=hf",
+            "workload.model=LlamaForCausalLM",
+            "generate.prompt_len=120",
+            "generate.new_tokens=16",
+        ],
+        "generate.prompt_len=120 + generate.new_tokens=16 = 136 is past LlamaForCausalLM's "
+        "max_position_embeddings at workload.size=tiny (128)",
+    ),  # fmt: skip
+    (
+        [*GENERATE, "generate.prompt_len=2040", "generate.new_tokens=16"],
+        "is past the built-in gpt's positions",
+    ),
+    (
+        [*GENERATE, "workload=hf", "workload.model=BertForMaskedLM"],
+        "workload.model=BertForMaskedLM is not one",
+    ),
+    (
+        [*GENERATE, "workload=hf", "workload.model=T5ForConditionalGeneration"],
+        "T5ForConditionalGeneration is an encoder-decoder (seq2seq generation is not measured yet)",
+    ),
+    ([*GENERATE, "workload=block"], "needs workload=gpt or workload=hf (a causal LM), got workload=block"),
+    ([*GENERATE, "parallel=ddp"], "bench.task=generate needs parallel=none"),
+    (["generate.cache=paged"], "generate.cache='paged' is not valid; choose one of: static, dynamic"),
+]
+
+
+@pytest.mark.parametrize("overrides,message", REFUSED, ids=[" ".join(o) for o, _ in REFUSED])
+def test_bad_generation_values_are_refused_in_one_line(overrides, message, capsys, tmp_path):
+    code = main([*overrides, f"sweep.dir={tmp_path / 's'}"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("error: ") and "\n" not in err, err
+    assert message in err, err
+    assert not (tmp_path / "s").exists(), "nothing may be created before the config is valid"

@@ -1,5 +1,5 @@
 """Where compile stops paying as the batch grows: for generation sweeps over `workload.batch_size`,
-one line per model (the other axes fixed) with each batch's answer, from the verdict's own answers.
+a line per model (the other axes fixed), then each batch's answer, from the verdict's own answers.
 
 The answer at a batch is the model's verdict there (mode and KV cache named, net of compile over the
 declared run); nothing is extrapolated between measured batches.
@@ -11,12 +11,12 @@ import pandas as pd
 
 from orchestrator.analysis.answers import ModelVerdict
 from orchestrator.job.result import COL
-from orchestrator.results.present import axis_text
+from orchestrator.results.present import join_values
 
 
 def batch_lines(df: pd.DataFrame, verdicts: list[ModelVerdict], models: list[str]) -> list[str]:
-    """`serving <model>: batch 1 use default kv_cache=static 2.1x, batch 8 ..., batch 64 eager;
-    compile stops paying at batch 64` for each model a generation sweep measured at several batches."""
+    """For each model a generation sweep measured at several batches: `serving <model>: compile stops
+    paying at batch 64`, then a line per batch (`  batch 1: use default kv_cache=static 2.1x`)."""
     if COL.task not in df or COL.batch_size not in df:
         return []
     rows = df.drop_duplicates(COL.job_id).set_index(COL.job_id)
@@ -26,14 +26,14 @@ def batch_lines(df: pd.DataFrame, verdicts: list[ModelVerdict], models: list[str
         if v.job_id not in rows.index or rows.at[v.job_id, COL.task] != "generate":
             continue
         row = rows.loc[v.job_id]
-        name = " ".join(axis_text(row[c]) for c in rest if c != COL.task)
+        name = join_values(rows.loc[[v.job_id]], [c for c in rest if c != COL.task]).iloc[0]
         groups.setdefault(name, []).append((int(row[COL.batch_size]), v))
     out = []
     for name, answers in groups.items():
         if len({batch for batch, _ in answers}) < 2:
             continue
         answers.sort(key=lambda a: a[0])
-        said = [f"batch {batch} {_answer(v)}" for batch, v in answers]
+        said = [f"  batch {batch}: {_answer(v)}" for batch, v in answers]
         pays = [v.outcome == "compile" for _, v in answers]
         paying = [str(batch) for (batch, _), p in zip(answers, pays, strict=True) if p]
         not_paying = [str(batch) for (batch, _), p in zip(answers, pays, strict=True) if not p]
@@ -43,7 +43,7 @@ def batch_lines(df: pd.DataFrame, verdicts: list[ModelVerdict], models: list[str
             end = f"compile stops paying at batch {not_paying[0]}"
         else:
             end = f"compile pays at batch {', '.join(paying)}; not at {', '.join(not_paying)}"
-        out.append(f"serving {name}: {', '.join(said)}; {end}")
+        out += [f"serving {name}: {end}", *said]
     return out
 
 

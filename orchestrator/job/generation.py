@@ -25,7 +25,7 @@ from orchestrator.core.failures import ParityError
 from orchestrator.core.stats import median_ratio_ci, percentiles
 from orchestrator.job import compile_cost, generation_checks, speed
 from orchestrator.job.compile_settings import numerics_now
-from orchestrator.job.context import JobContext, synchronize
+from orchestrator.job.context import JobContext
 from orchestrator.job.parallelize import compile_kwargs
 from orchestrator.job.result import CompileCost, Explain, Generation, ModelFigures
 from orchestrator.job.tolerance import compute_dtype
@@ -85,49 +85,22 @@ def sides(ctx: JobContext, decoder: Decoder) -> tuple[GenSide, GenSide]:
     return eager, GenSide("compiled", prefill, decode, decoder.new_cache())
 
 
-class _Marks:
-    """Times between marks: CUDA events (one sync at the end) on GPU, perf_counter on CPU."""
-
-    def __init__(self, device: torch.device) -> None:
-        import time
-
-        self.cuda, self._clock = device.type == "cuda", time.perf_counter
-        synchronize(device)
-        self.marks: list = [self._now()]
-
-    def _now(self) -> Any:
-        if not self.cuda:
-            return self._clock()
-        event = torch.cuda.Event(enable_timing=True)
-        event.record()
-        return event
-
-    def mark(self) -> None:
-        self.marks.append(self._now())
-
-    def seconds(self) -> list[float]:
-        if not self.cuda:
-            return [b - a for a, b in zip(self.marks, self.marks[1:], strict=False)]
-        self.marks[-1].synchronize()
-        return [a.elapsed_time(b) / 1000 for a, b in zip(self.marks, self.marks[1:], strict=False)]
-
-
 def request(ctx: JobContext, side: GenSide, decoder: Decoder, prompt: torch.Tensor, pos: list) -> Request:
-    """One greedy request on `side`, timed token by token; its cache reset first (untimed)."""
+    """One greedy request on `side`, timed token by token (ctx.timed_steps: CUDA events and one sync
+    on a GPU); its cache reset first, untimed."""
     side.cache = decoder.reset(side.cache)
-    tokens = []
-    with torch.no_grad(), ctx.amp():
-        marks = _Marks(ctx.device)
+    tokens: list[torch.Tensor] = []
+
+    def step() -> None:  # the prefill, then a decode step on the last token
         ctx.mark_cudagraph_step()
-        token = side.prefill(prompt, side.cache, pos[0]).argmax(-1)
-        marks.mark()
-        for p in pos[1:]:
-            tokens.append(token)
-            ctx.mark_cudagraph_step()
-            token = side.decode(token[:, None], side.cache, p).argmax(-1)
-            marks.mark()
-        tokens.append(token)
-        seconds = marks.seconds()
+        if tokens:
+            logits = side.decode(tokens[-1][:, None], side.cache, pos[len(tokens)])
+        else:
+            logits = side.prefill(prompt, side.cache, pos[0])
+        tokens.append(logits.argmax(-1))
+
+    with torch.no_grad(), ctx.amp():
+        seconds = ctx.timed_steps(step, len(pos))
     return Request(seconds[0], seconds[1:], torch.stack(tokens, 1))
 
 
@@ -175,7 +148,9 @@ def run_generation(ctx: JobContext) -> None:
         from orchestrator.job.protocol import check_cudagraphs
 
         check_cudagraphs(ctx)
-    if ctx.device.type == "cuda" and b.memory:
+    if (
+        ctx.device.type == "cuda"
+    ):  # in this process, one request a side: cheap (bench.memory is for processes)
         with ctx.clock.phase("memory"):
             r.memory = generation_checks.peak_memory(ctx, eager, compiled, decoder, prompt, pos)
     if r.parity and r.parity.parity_ok is False:  # after the speed figures: a failure keeps its timings

@@ -10,7 +10,7 @@ import pandas as pd
 
 from orchestrator.config.schema import COMPILE_MODES
 from orchestrator.core.numbers import present
-from orchestrator.job.result import COL, group_columns, keys_of, source_columns
+from orchestrator.job.result import COL, FIELDS, group_columns, keys_of, source_columns
 
 # Plain output (tables, verdict lines) is never wider than this: a CI log or a Slurm log stays readable.
 PLAIN_WIDTH = 160
@@ -112,7 +112,17 @@ def model_columns(df: pd.DataFrame, swept: list[str]) -> list[str]:
 
 
 def join_values(df: pd.DataFrame, columns: list[str], sep: str = " ") -> pd.Series:
-    """Each row's values of `columns` as one label (all rows the same string if there are none)."""
+    """Each row's values of `columns` as one label (all rows the same string if there are none); a
+    column of numbers says its name (`batch_size=8`): a number alone names nothing."""
     if not columns:
         return pd.Series([""] * len(df), index=df.index, dtype=object)
-    return df[columns].map(axis_text).agg(sep.join, axis=1)
+    cells = df[columns].map(axis_text)
+    for c in columns:
+        values = df[c].dropna()
+        if len(values) and all(_is_number(v) for v in values):
+            cells[c] = f"{FIELDS[c].header or c if c in FIELDS else c}=" + cells[c]
+    return cells.agg(sep.join, axis=1)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Number) and not isinstance(value, bool)

@@ -1,0 +1,88 @@
+"""An independent measure of decode tokens/s, beside `+sweep=generate`: transformers' own `generate`
+with a static cache (it compiles its forward by itself; `disable_compile=True` is its eager
+baseline), greedy, random weights from the config class, the orchestrator not imported.
+
+Decode time is the difference of two generate calls, N new tokens and 1 (the prefill and its token),
+median over repeats, each call synchronized: decode tokens/s = batch x (N - 1) / that difference.
+
+    python independent.py --size 1b --batch 1 --prompt 128 --new 128 --repeats 5 --out OUT.json
+    python independent.py --size tiny --batch 2 --prompt 16 --new 8 --repeats 2 --device cpu   # a check
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+
+import torch
+
+SIZES = {  # the orchestrator's hf presets, written out (workloads/hf_config.py): not imported
+    "tiny": dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                 intermediate_size=128, vocab_size=1024, head_dim=16, max_position_embeddings=128),
+    "1b": dict(num_hidden_layers=16, hidden_size=2048, num_attention_heads=32, num_key_value_heads=8,
+               intermediate_size=8192, vocab_size=128256, head_dim=64, tie_word_embeddings=True),
+}  # fmt: skip
+
+
+def timed_generate(model, ids, new: int, eager: bool, device: str) -> float:
+    kwargs = dict(max_new_tokens=new, min_new_tokens=new, do_sample=False, cache_implementation="static")
+    if eager:
+        kwargs["disable_compile"] = True
+    if device == "cuda":
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    with torch.no_grad(), torch.autocast(device, dtype=torch.bfloat16):
+        model.generate(ids, attention_mask=torch.ones_like(ids), **kwargs)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--size", default="1b")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--prompt", type=int, default=128)
+    p.add_argument("--new", type=int, default=128)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--out")
+    a = p.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    with torch.device(a.device):
+        model = LlamaForCausalLM(LlamaConfig(**SIZES[a.size])).eval()
+    model.generation_config.pad_token_id = 0
+    ids = torch.randint(0, model.config.vocab_size, (a.batch, a.prompt), device=a.device)
+    out = dict(vars(a), torch=torch.__version__)
+    import transformers
+
+    out["transformers"] = transformers.__version__
+    for side, eager in (("eager", True), ("compiled", False)):
+        first = timed_generate(model, ids, a.new, eager, a.device)  # the compiled side compiles here
+        timed_generate(model, ids, 1, eager, a.device)
+        whole = [timed_generate(model, ids, a.new, eager, a.device) for _ in range(a.repeats)]
+        prefill = [timed_generate(model, ids, 1, eager, a.device) for _ in range(a.repeats)]
+        decode_s = statistics.median(whole) - statistics.median(prefill)
+        out[side] = dict(
+            first_request_s=first,
+            e2e_ms=statistics.median(whole) * 1000,
+            ttft_ms=statistics.median(prefill) * 1000,
+            decode_ms_per_token=decode_s / (a.new - 1) * 1000,
+            decode_tokens_per_s=a.batch * (a.new - 1) / decode_s,
+        )
+        print(side, json.dumps(out[side]), flush=True)
+    out["decode_speedup"] = out["eager"]["decode_ms_per_token"] / out["compiled"]["decode_ms_per_token"]
+    print("decode speedup", round(out["decode_speedup"], 3), flush=True)
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

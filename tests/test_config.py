@@ -16,7 +16,7 @@ BAD_INPUTS = [
     (["compile.foo=1"], "unknown key compile.foo; valid keys of compile: mode, dynamic"),
     (["foo=1"], "unknown key foo; valid keys of the config: workload, compile"),
     (["workload=resnet"], "workload=resnet is not an option of workload; choose one of: block, gpt, hf"),
-    (["+sweep=nope"], "sweep=nope is not an option of sweep; choose one of: dynamic, hf, modes, parallel"),
+    (["+sweep=nope"], "sweep=nope is not an option of sweep; choose one of: dynamic, generate, hf, modes"),
     (["bench.repeats=abc"], "bench.repeats: Value 'abc' of type 'str' could not be converted to Integer"),
     (["bench.repeats=0"], "bench.repeats=0 is not valid; it must be >= 2"),
     (["workload.batch_size=-4"], "workload.batch_size=-4 is not valid; it must be >= 1"),

@@ -69,14 +69,17 @@ def main() -> None:
         whole = [timed_generate(model, ids, a.new, eager, a.device) for _ in range(a.repeats)]
         prefill = [timed_generate(model, ids, 1, eager, a.device) for _ in range(a.repeats)]
         decode_s = statistics.median(whole) - statistics.median(prefill)
+        from torch._dynamo.utils import get_compilation_metrics  # what generate compiled by itself
         out[side] = dict(
             first_request_s=first,
             e2e_ms=statistics.median(whole) * 1000,
             ttft_ms=statistics.median(prefill) * 1000,
             decode_ms_per_token=decode_s / (a.new - 1) * 1000,
             decode_tokens_per_s=a.batch * (a.new - 1) / decode_s,
+            frames_compiled_so_far=len(get_compilation_metrics()),
         )
         print(side, json.dumps(out[side]), flush=True)
+    out["compile_config"] = str(getattr(model.generation_config, "compile_config", None))
     out["decode_speedup"] = out["eager"]["decode_ms_per_token"] / out["compiled"]["decode_ms_per_token"]
     print("decode speedup", round(out["decode_speedup"], 3), flush=True)
     if a.out:

@@ -14,7 +14,13 @@ for tarball in "$from"/*.tar.gz; do
   [ -d "$part/sweep/jobs" ] && cp -r "$part"/sweep/jobs/* "$merged/jobs/"
   rm -rf "$part"
 done
-size=""; [ -n "${2:-}" ] && size="workload.size=tiny generate.new_tokens=8"  # the CPU check's parts
+size=""  # the CPU check's parts (run-gpu.sh CPU=1) were sized so:
+[ -n "${2:-}" ] && size="workload.size=tiny generate.new_tokens=8 workload.config={max_position_embeddings:2048}"
+args="+sweep=generate bench=quick $size sweep.dir=$merged logger=none verdict.follow_up=false"
+# Every job of the plan must have come back, or the re-run below would run the missing ones here.
 # shellcheck disable=SC2086
-.venv/bin/python -m orchestrator +sweep=generate bench=quick $size sweep.dir="$merged" logger=none \
-  verdict.follow_up=false | tee "$merged/table.txt"
+missing=$(.venv/bin/python -m orchestrator $args --dry-run | grep -oE '^  [0-9a-f]{12}' | tr -d ' ' \
+  | while read -r id; do [ -f "$merged/jobs/$id/result.json" ] || echo "$id"; done)
+if [ -n "$missing" ]; then echo "not merged, jobs missing: $missing"; exit 1; fi
+# shellcheck disable=SC2086
+.venv/bin/python -m orchestrator $args | tee "$merged/table.txt"

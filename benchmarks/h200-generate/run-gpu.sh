@@ -25,7 +25,8 @@ if [ -z "${CPU:-}" ]; then
   site=/tmp/site; size=""; loop="--size 1b"
   nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,memory.total --format=csv > "$work/gpu.csv" 2>&1
 else  # tiny, few tokens: that every part runs, not its figures
-  site=""; size="workload.size=tiny generate.new_tokens=8 bench.device=cpu"; loop="--size tiny --device cpu --new 8 --repeats 2"
+  site=""; size="workload.size=tiny generate.new_tokens=8 bench.device=cpu workload.config={max_position_embeddings:2048}"
+  loop="--size tiny --device cpu --new 8 --repeats 2"
 fi
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 $py -c 'import torch, transformers; print(torch.__version__, transformers.__version__)' > "$work/versions.txt" 2>&1

@@ -225,7 +225,8 @@ def compute(df: pd.DataFrame, plan: dict[str, Any], vc: VerdictConfig) -> Verdic
     # A model is named by what tells it apart; what all models share is said once (`shared`).
     varying = [c for c in models if df[c].map(axis_text).nunique() > 1]
     names = join_values(df, varying or models)
-    shared = " ".join(axis_text(df[c].iloc[0]) for c in models if c not in varying) if varying else ""
+    fixed = [c for c in models if c not in varying]
+    shared = join_values(df.iloc[:1], fixed).iloc[0] if varying and fixed else ""
     verdicts = [
         dataclasses.replace(decide(part, settings, vc), model=name or "all")
         for name, part in df.groupby(names, sort=False)

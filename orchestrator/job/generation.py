@@ -16,6 +16,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch
@@ -152,7 +153,8 @@ def run_generation(ctx: JobContext) -> None:
         ctx.device.type == "cuda"
     ):  # in this process, one request a side: cheap (bench.memory is for processes)
         with ctx.clock.phase("memory"):
-            r.memory = generation_checks.peak_memory(ctx, eager, compiled, decoder, prompt, pos)
+            one = partial(request, ctx, decoder=decoder, prompt=prompt, pos=pos)
+            r.memory = generation_checks.peak_memory(ctx, eager, compiled, decoder, one)
     if r.parity and r.parity.parity_ok is False:  # after the speed figures: a failure keeps its timings
         raise ParityError(r.parity.parity_error)
 

@@ -11,7 +11,8 @@ differ is reported beside it, never used to pass or fail.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import torch
 
@@ -20,8 +21,15 @@ from orchestrator.job.result import Memory, Parity
 from orchestrator.job.tolerance import PARITY_TOL
 from workloads.decoding import Decoder
 
-if TYPE_CHECKING:
-    from orchestrator.job.generation import GenSide
+
+class Side(Protocol):
+    """A side as job/generation.py makes it: its prefill and decode step, and its own cache."""
+
+    name: str
+    prefill: Callable[..., torch.Tensor]
+    decode: Callable[..., torch.Tensor]
+    cache: Any
+
 
 RULE = "teacher-forced: both sides fed eager's tokens; every token's logits within the dtype's tolerance"
 
@@ -40,7 +48,7 @@ def _error(compiled: torch.Tensor, eager: torch.Tensor) -> float:
 
 
 def teacher_forced(
-    ctx: JobContext, eager: GenSide, compiled: GenSide, decoder: Decoder, prompt: torch.Tensor, pos: list
+    ctx: JobContext, eager: Side, compiled: Side, decoder: Decoder, prompt: torch.Tensor, pos: list
 ) -> tuple[Parity, list[float]]:
     """Both sides step by step on eager's tokens, each with its own cache: each token's logits error."""
     errors = []
@@ -75,17 +83,15 @@ def teacher_forced(
 
 
 def peak_memory(
-    ctx: JobContext, eager: GenSide, compiled: GenSide, decoder: Decoder, prompt: torch.Tensor, pos: list
+    ctx: JobContext, eager: Side, compiled: Side, decoder: Decoder, run: Callable[[Side], Any]
 ) -> Memory:
-    """Each side's peak allocated memory over one request (weights, its KV cache, activations, CUDA-
-    graph pools), less the bytes the other side's cache holds meanwhile (one process holds both)."""
-    from orchestrator.job.generation import request
-
+    """Each side's peak allocated memory over one request (`run`: weights, its KV cache, activations,
+    CUDA-graph pools), less the bytes the other side's cache holds meanwhile (one process holds both)."""
     peaks = {}
     for side, other in ((eager, compiled), (compiled, eager)):
         synchronize(ctx.device)
         torch.cuda.reset_peak_memory_stats(ctx.device)
-        request(ctx, side, decoder, prompt, pos)
+        run(side)
         held = decoder.bytes(other.cache)
         peaks[side.name] = (torch.cuda.max_memory_allocated(ctx.device) - held) / 2**30
     out = Memory(memory_basis="one process, one request per side, the other side's KV cache left out")

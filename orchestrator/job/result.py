@@ -406,7 +406,7 @@ class GenerationSide:
     first_request_s: NUMBER = None  # the side's first request whole (the compiled side's compiles in it)
     decode_p50_ms: NUMBER = None  # per decode token, over every token of the timed requests
     decode_p90_ms: NUMBER = None
-    decode_tokens_per_s: NUMBER = figure(dashboard=True)  # batch x decode tokens / their seconds
+    decode_tokens_per_s: NUMBER = figure("{side} tok/s", dashboard=True)  # batch x decode tokens / seconds
     e2e_ms: NUMBER = None  # a request end to end: prefill and every decode token
 
 
@@ -416,12 +416,12 @@ class Generation:
 
     eager: GenerationSide = side(GenerationSide)
     compiled: GenerationSide = side(GenerationSide)
-    gen_ttft_speedup: NUMBER = figure(dashboard=True)
+    gen_ttft_speedup: NUMBER = figure("ttft x", dashboard=True)
     gen_ttft_ci_low: NUMBER = None
     gen_ttft_ci_high: NUMBER = None
     gen_e2e_speedup: NUMBER = None
     gen_frames: int | None = None  # frames compiled over the compiled side's first request
-    gen_recompiles: int | None = figure(dashboard=True)  # of those, compiled again (a guard failed)
+    gen_recompiles: int | None = figure("recompiles/req", dashboard=True)  # of those, compiled again
     gen_recompile_reasons: list = field(default_factory=list)
     gen_compile_s: NUMBER = None  # first request, compiled minus eager
     gen_timed_recompiles: int | None = None  # frames compiled during the warm-up and timed requests

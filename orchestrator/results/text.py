@@ -31,6 +31,10 @@ SETTING_COLUMNS = [
 ] + [(COL.strategy, header(COL.strategy)), (COL.lever, "follow-up lever")]
 FIGURE_COLUMNS = [(k, header(k)) for k in (COL.compile_s, COL.eager_ms, COL.compiled_ms, COL.speedup)]
 FIGURE_COLUMNS += [("speedup_ci", "95% CI")]
+# bench.task=generate: the time to first token's speedup, decode tokens/s, recompiles over a request.
+FIGURE_COLUMNS += [
+    (k, header(k)) for k in (COL.gen_ttft_speedup, COL.compiled_decode_tokens_per_s, COL.gen_recompiles)
+]
 FIGURE_COLUMNS += [
     (k, header(k))
     for k in (
@@ -45,6 +49,7 @@ FIGURE_COLUMNS += [
 # Plain output: the figures least needed go first when a line would be wider than PLAIN_WIDTH.
 DROP_ORDER = (
     COL.compiled_fraction,
+    COL.gen_recompiles,
     COL.dyn_recompiles,
     COL.graph_breaks,
     COL.parity_ok,
@@ -74,7 +79,7 @@ def format_cell(row: pd.Series, key: str) -> str:
     computes = row.get(COL.compute_dtype)
     if key == COL.dtype and present(computes) and computes != value:
         return f"{value} (computes {computes})"  # a model built in bf16 under bench.dtype=fp32
-    if key in (COL.graph_breaks, COL.dyn_recompiles):
+    if key in (COL.graph_breaks, COL.dyn_recompiles, COL.gen_recompiles):
         return f"{value:.0f}"
     if key == COL.compiled_fraction:
         return f"{value:.0%}"

@@ -15,7 +15,7 @@ for tarball in "$from"/*.tar.gz; do
   rm -rf "$part"
 done
 size=""  # the CPU check's parts (run-gpu.sh CPU=1) were sized so:
-[ -n "${2:-}" ] && size="workload.size=tiny generate.new_tokens=8 workload.config={max_position_embeddings:2048}"
+[ -n "${2:-}" ] && size="workload.size=tiny generate.new_tokens=8 bench.device=cpu workload.config={max_position_embeddings:2048}"
 args="+sweep=generate bench=quick $size sweep.dir=$merged logger=none verdict.follow_up=false"
 # Every job of the plan must have come back, or the re-run below would run the missing ones here.
 # shellcheck disable=SC2086

@@ -123,6 +123,9 @@ def run_generation(ctx: JobContext) -> None:
     r.numerics = numerics_now()
     out = r.generation = Generation()
     eager, compiled = sides(ctx, decoder)
+    with torch.no_grad(), ctx.amp():  # a static cache allocates at its first update (transformers'):
+        for side in (eager, compiled):  # before the compiled code sees it, on both sides alike
+            decoder.forward(prompt, side.cache, pos[0])
     with compile_cost.recompile_limit_lines() as limit_lines:
         with ctx.clock.phase("first_calls"):
             first_eager = request(ctx, eager, decoder, prompt, pos)

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import torch
 
+from orchestrator.core.stats import rel_error
 from orchestrator.job.context import JobContext, synchronize
 from orchestrator.job.result import Memory, Parity
 from orchestrator.job.tolerance import PARITY_TOL
@@ -40,13 +41,6 @@ def first_divergence(eager: torch.Tensor, compiled: torch.Tensor) -> int | None:
     return int(differs[0]) if len(differs) else None
 
 
-def _error(compiled: torch.Tensor, eager: torch.Tensor) -> float:
-    """||compiled - eager|| / ||eager|| in float64; NaN or inf stays NaN (never a pass)."""
-    c, e = compiled.detach().double(), eager.detach().double()
-    value = float((c - e).norm() / e.norm().clamp_min(1e-30))
-    return value if math.isfinite(value) else math.nan
-
-
 def teacher_forced(
     ctx: JobContext, eager: Side, compiled: Side, decoder: Decoder, prompt: torch.Tensor, pos: list
 ) -> tuple[Parity, list[float]]:
@@ -56,12 +50,12 @@ def teacher_forced(
     with torch.no_grad(), ctx.amp():
         e = eager.prefill(prompt, eager.cache, pos[0])
         ctx.mark_cudagraph_step()
-        errors.append(_error(compiled.prefill(prompt, compiled.cache, pos[0]), e))
+        errors.append(rel_error([compiled.prefill(prompt, compiled.cache, pos[0])], [e]))
         for p in pos[1:]:
             token = e.argmax(-1)[:, None]
             e = eager.decode(token, eager.cache, p)
             ctx.mark_cudagraph_step()
-            errors.append(_error(compiled.decode(token, compiled.cache, p), e))
+            errors.append(rel_error([compiled.decode(token, compiled.cache, p)], [e]))
     tol = PARITY_TOL[ctx.result.model.compute_dtype or ctx.cfg.bench.dtype] if ctx.result.model else 1e-4
     worst = max(errors, key=lambda x: math.inf if math.isnan(x) else x)
     bad = [i for i, x in enumerate(errors) if not x <= tol]

@@ -70,6 +70,7 @@ def main() -> None:
         prefill = [timed_generate(model, ids, 1, eager, a.device) for _ in range(a.repeats)]
         decode_s = statistics.median(whole) - statistics.median(prefill)
         from torch._dynamo.utils import get_compilation_metrics  # what generate compiled by itself
+
         out[side] = dict(
             first_request_s=first,
             e2e_ms=statistics.median(whole) * 1000,

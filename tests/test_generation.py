@@ -121,6 +121,10 @@ REFUSED = [
     ([*GENERATE, "workload=block"], "needs workload=gpt or workload=hf (a causal LM), got workload=block"),
     ([*GENERATE, "parallel=ddp"], "bench.task=generate needs parallel=none"),
     (["generate.cache=paged"], "generate.cache='paged' is not valid; choose one of: static, dynamic"),
+    (
+        [*GENERATE, "generate.cache=dynamic", "compile.mode=reduce-overhead"],
+        "generate.cache=dynamic with compile.mode=reduce-overhead: CUDA graphs would replay",
+    ),
 ]
 
 
@@ -131,3 +135,37 @@ def test_bad_generation_values_are_refused_in_one_line(overrides, message, capsy
     assert code == 2 and err.startswith("error: ") and "\n" not in err, err
     assert message in err, err
     assert not (tmp_path / "s").exists(), "nothing may be created before the config is valid"
+
+
+def test_a_cache_used_wrongly_fails_before_anything_is_timed():
+    """The cache's check: the built-in gpt's prefill and decode step over its static cache give the
+    logits of a forward without a cache; a decoder that writes the cache one position off does not."""
+    import torch
+
+    from orchestrator.config.schema import Config
+    from orchestrator.job.context import JobContext
+    from orchestrator.job.generation import GenSide
+    from orchestrator.job.generation_checks import check_cache_path
+    from workloads import build_workload
+    from workloads.decoding import GPTDecoder
+
+    cfg = Config()
+    wl = build_workload(cfg.workload, "generate", torch.device("cpu"))
+    ctx = JobContext(cfg, wl, torch.device("cpu"))
+    prompt = wl.make_inputs(PROMPT)[0]
+    pos = [torch.arange(PROMPT)] + [torch.tensor([PROMPT + i]) for i in range(NEW - 1)]
+
+    class OneOff(GPTDecoder):
+        def forward(self, ids, cache, pos):
+            return super().forward(ids, cache, pos + 1)
+
+    for decoder, fails in ((GPTDecoder, False), (OneOff, True)):
+        d = decoder(wl.model, "static", PROMPT + NEW + 1, wl.batch_size, torch.float32)
+        side = GenSide("eager", d.forward, d.forward, d.new_cache())
+        if fails:
+            with pytest.raises(
+                RuntimeError, match="the KV cache path disagrees with a forward without a cache"
+            ):
+                check_cache_path(ctx, d, side, prompt, pos)
+        else:
+            check_cache_path(ctx, d, side, prompt, pos)

@@ -41,6 +41,10 @@ class Decoder:
     def bytes(self, cache: Any) -> int:
         raise NotImplementedError
 
+    def full(self, ids: torch.Tensor) -> torch.Tensor:
+        """The last position's logits of a forward over `ids` without a cache (the cache's check)."""
+        raise NotImplementedError
+
 
 class GPTDecoder(Decoder):
     """The built-in GPT (workloads/gpt.py) over one StaticKV or DynamicKV per block."""
@@ -70,6 +74,9 @@ class GPTDecoder(Decoder):
 
     def bytes(self, cache: list) -> int:
         return cache_bytes(cache)
+
+    def full(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.model(ids)[:, -1]
 
 
 class HFDecoder(Decoder):
@@ -113,6 +120,9 @@ class HFDecoder(Decoder):
             getattr(layer, k, None) for layer in getattr(cache, "layers", []) for k in ("keys", "values")
         ]
         return sum(t.nbytes for t in tensors if isinstance(t, torch.Tensor))
+
+    def full(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=ids, use_cache=False).logits[:, -1]
 
 
 def decoder_of(model: nn.Module, kind: str, max_len: int, batch: int, dtype: torch.dtype) -> Decoder:

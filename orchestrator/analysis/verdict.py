@@ -48,7 +48,7 @@ def run_length(row: pd.Series, vc: VerdictConfig) -> tuple[float, str]:
     task = row.get(COL.task)
     if vc.serve_s is not None and task in ("infer", "generate") and eager_ms:
         calls = vc.serve_s / (eager_ms / 1000)  # what eager serves in that time at full load
-        unit = "decode steps" if task == "generate" else "calls"
+        unit = "decode steps, prefill left out" if task == "generate" else "calls"
         return calls, f"{duration(vc.serve_s)} of serving ({_sig(calls)} {unit})"
     return float(vc.steps), f"{vc.steps:,} steps"
 

@@ -501,6 +501,12 @@ class Config:
                 f"workload.shapes (got parallel={self.parallel.strategy}, compile.path={c.path}, "
                 f"compile.scope={c.scope}, workload.shapes={list(w.shapes)})"
             )
+        if self.generate.cache == "dynamic" and c.mode in CUDAGRAPH_MODES and self.bench.device != "cpu":
+            raise ConfigError(
+                f"generate.cache=dynamic with compile.mode={c.mode}: CUDA graphs would replay a decode step "
+                "whose cache is its own output, overwritten by the next replay; choose generate.cache=static "
+                "or compile.mode=default (or bench.device=cpu, where the mode has no CUDA graphs)"
+            )
         if c.optimizer or c.freezing or self.bench.convergence_steps:
             raise ConfigError(
                 "bench.task=generate trains nothing and freezes nothing: set compile.optimizer=false, "

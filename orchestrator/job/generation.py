@@ -123,9 +123,10 @@ def run_generation(ctx: JobContext) -> None:
     r.numerics = numerics_now()
     out = r.generation = Generation()
     eager, compiled = sides(ctx, decoder)
-    with torch.no_grad(), ctx.amp():  # a static cache allocates at its first update (transformers'):
-        for side in (eager, compiled):  # before the compiled code sees it, on both sides alike
-            decoder.forward(prompt, side.cache, pos[0])
+    # The cache path against a forward without one (eager), before anything is timed; it also
+    # allocates each side's static cache (transformers' at its first update) before compiled code sees it.
+    for side in (eager, compiled):
+        generation_checks.check_cache_path(ctx, decoder, side, prompt, pos)
     with compile_cost.recompile_limit_lines() as limit_lines:
         with ctx.clock.phase("first_calls"):
             first_eager = request(ctx, eager, decoder, prompt, pos)
@@ -138,10 +139,10 @@ def run_generation(ctx: JobContext) -> None:
                 r.parity, out.gen_parity_errors = generation_checks.teacher_forced(
                     ctx, eager, compiled, decoder, prompt, pos
                 )
-        before = len(compile_cost.compilation_metrics())
+        compile_cost.clear_compilation_metrics()  # torch keeps 64 entries: count from empty
         with ctx.clock.phase("timed"):
             runs = _timed(ctx, {"eager": eager, "compiled": compiled}, decoder, prompt, pos)
-        again = compile_cost.recompiles(compile_cost.compilation_metrics()[before:])
+        again = compile_cost.recompiles(compile_cost.compilation_metrics())
     out.gen_recompile_limit = limit_lines[0] if limit_lines else None
     if ctx.compiled_mode and r.compile is not None:
         r.compile.step_recompiles, r.compile.step_recompile_reasons = len(again), again[:3]
@@ -152,9 +153,7 @@ def run_generation(ctx: JobContext) -> None:
         from orchestrator.job.protocol import check_cudagraphs
 
         check_cudagraphs(ctx)
-    if (
-        ctx.device.type == "cuda"
-    ):  # in this process, one request a side: cheap (bench.memory is for processes)
+    if ctx.device.type == "cuda":  # in this process, one request a side (bench.memory: processes)
         with ctx.clock.phase("memory"):
             one = partial(request, ctx, decoder=decoder, prompt=prompt, pos=pos)
             r.memory = generation_checks.peak_memory(ctx, eager, compiled, decoder, one)
@@ -203,7 +202,7 @@ def _timed(
     repetition's median decode token into ctx.timings (`<side>_ms`), every token (`<side>_step_ms`)."""
     b, t = ctx.cfg.bench, ctx.timings
     names = list(sides)
-    for name in names if b.warmup else ():
+    for name in names:  # one untimed request each, whatever bench.warmup (CUDA graphs record by now)
         request(ctx, sides[name], decoder, prompt, pos)
     runs: dict[str, list[Request]] = {n: [] for n in names}
     for i in range(b.repeats):

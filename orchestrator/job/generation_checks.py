@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import torch
 
+from orchestrator.config.schema import CUDAGRAPH_MODES
 from orchestrator.core.stats import rel_error
 from orchestrator.job.context import JobContext, synchronize
 from orchestrator.job.result import Memory, Parity
@@ -76,19 +77,44 @@ def teacher_forced(
     return parity, errors
 
 
+def check_cache_path(ctx: JobContext, decoder: Decoder, side: Side, prompt: torch.Tensor, pos: list) -> None:
+    """The prefill and one decode step over the side's cache give the last logits a forward of the
+    whole sequence without a cache gives (eager, within the dtype's tolerance); else the cache is
+    misused (a transformers version's keywords) and every figure after would be of a wrong model."""
+    with torch.no_grad(), ctx.amp():
+        side.cache = decoder.reset(side.cache)
+        token = decoder.forward(prompt, side.cache, pos[0]).argmax(-1)[:, None]
+        cached = decoder.forward(token, side.cache, pos[1]) if len(pos) > 1 else None
+        whole = decoder.full(torch.cat([prompt, token], 1)) if cached is not None else None
+    if cached is None:
+        return
+    err = rel_error([cached], [whole])
+    tol = PARITY_TOL[ctx.result.model.compute_dtype or ctx.cfg.bench.dtype] if ctx.result.model else 1e-4
+    if not err <= tol:
+        raise RuntimeError(
+            f"the KV cache path disagrees with a forward without a cache ({type(decoder).__name__}, "
+            f"{side.name} side's {decoder.kind} cache): relative error {err:.3g} > {tol:g}"
+        )
+
+
 def peak_memory(
     ctx: JobContext, eager: Side, compiled: Side, decoder: Decoder, run: Callable[[Side], Any]
 ) -> Memory:
-    """Each side's peak allocated memory over one request (`run`: weights, its KV cache, activations,
-    CUDA-graph pools), less the bytes the other side's cache holds meanwhile (one process holds both)."""
-    peaks = {}
+    """Each side's peak allocated and reserved memory over one request (`run`: weights, its KV cache,
+    activations), less the bytes the other side's cache holds meanwhile (one process holds both). A
+    CUDA-graph replay allocates nothing: its pool is reserved, so the allocated peak leaves it out."""
+    peaks, reserved = {}, {}
     for side, other in ((eager, compiled), (compiled, eager)):
         synchronize(ctx.device)
         torch.cuda.reset_peak_memory_stats(ctx.device)
         run(side)
         held = decoder.bytes(other.cache)
         peaks[side.name] = (torch.cuda.max_memory_allocated(ctx.device) - held) / 2**30
+        reserved[side.name] = (torch.cuda.max_memory_reserved(ctx.device) - held) / 2**30
     out = Memory(memory_basis="one process, one request per side, the other side's KV cache left out")
     out.eager.peak_gib, out.compiled.peak_gib = peaks["eager"], peaks["compiled"]
+    out.eager.reserved_gib, out.compiled.reserved_gib = reserved["eager"], reserved["compiled"]
+    if ctx.cfg.compile.mode in CUDAGRAPH_MODES:
+        out.memory_note = "the CUDA-graph pool is reserved, not allocated: compiled_reserved_gib holds it"
     out.memory_ratio = peaks["compiled"] / peaks["eager"] if peaks["eager"] else None
     return out

@@ -122,7 +122,8 @@ class HFDecoder(Decoder):
         return sum(t.nbytes for t in tensors if isinstance(t, torch.Tensor))
 
     def full(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.model(input_ids=ids, use_cache=False).logits[:, -1]
+        keep = {"logits_to_keep": 1} if self.keep else {}  # a batch of 64 x 1024 x 128k logits is 17 GB
+        return self.model(input_ids=ids, use_cache=False, **keep).logits[:, -1]
 
 
 def decoder_of(model: nn.Module, kind: str, max_len: int, batch: int, dtype: torch.dtype) -> Decoder:

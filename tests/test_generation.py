@@ -80,6 +80,7 @@ def test_a_dynamic_cache_recompiles_where_a_static_one_does_not(served):
         assert static["gen_timed_recompiles"] == 0 and static["gen_recompile_limit"] is None
     dynamic = _row(rows, "hf", "dynamic", "LlamaForCausalLM")  # the key length grows every token
     assert dynamic["gen_recompiles"] >= 1 and "size mismatch" in dynamic["gen_recompile_reasons"][0]
+    assert 0 < dynamic["gen_recompile_s"] < dynamic["gen_compile_s"], "what the recompiles cost, of the whole"
 
 
 def test_hitting_the_recompile_limit_is_said_and_named_first(served):
@@ -90,6 +91,7 @@ def test_hitting_the_recompile_limit_is_said_and_named_first(served):
     answer = next(v for v in verdict["models"] if v["job_id"] == hit["job_id"])
     first = answer["causes"][0]
     assert first["kind"] == "recompile_limit" and first["lever"] == "generate.cache=static", first
+    assert any("recompile limit hit" in risk for risk in answer["risks"]), answer["risks"]
 
 
 GENERATE = ["bench.task=generate"]

@@ -117,8 +117,8 @@ def _generation_causes(row: pd.Series) -> list[Cause]:
         )
         found.append(Cause("recompile_limit", count, None, text, lever))
     elif count > 0:
-        seconds = number(row.get(COL.gen_compile_s))
-        text = f"{count:.0f} recompile(s) over one request (first request's compile {duration(seconds)})"
+        seconds = number(row.get(COL.gen_recompile_s))
+        text = f"{count:.0f} recompile(s) over one request (+{duration(seconds)} of compiling)"
         found.append(Cause("recompiles", count, None, text, lever, affects="compile"))
     return found
 

@@ -128,6 +128,8 @@ def risks(row: pd.Series) -> list[str]:
             f"{number(row.get(COL.dyn_shapes)) or 0:.0f}-shape "
             f"schedule (+{duration(number(row.get(COL.dyn_compile_s)))})"
         )
+    if isinstance(row.get(COL.gen_recompile_limit), str):  # generation: part of a request ran eager
+        out.append("recompile limit hit within a request: the rest of that frame ran eager")
     if (number(row.get(COL.cudagraph_skips)) or 0) > 0:
         why = (listed(row, COL.cudagraph_skip_reasons) or ["no reason recorded"])[0][:60]
         out.append(f"CUDA graphs skipped {row[COL.cudagraph_skips]:.0f}x ({why})")

@@ -82,6 +82,12 @@ def recompiles(metrics: list) -> list[str]:
     return [str(getattr(m, "recompile_reason", None) or "no reason recorded")[:300] for m in forward]
 
 
+def recompile_seconds(metrics: list) -> float:
+    """Seconds dynamo spent on the frames it compiled again (a guard failed), whole frames."""
+    again = [m for m in metrics if getattr(m, "recompile_reason", None)]
+    return sum(float(getattr(m, "entire_frame_compile_time_s", None) or 0.0) for m in again)
+
+
 def compilation_metrics() -> list:
     from torch._dynamo.utils import get_compilation_metrics
 

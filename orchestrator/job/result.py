@@ -424,6 +424,7 @@ class Generation:
     gen_recompiles: int | None = figure("recompiles/req", dashboard=True)  # of those, compiled again
     gen_recompile_reasons: list = field(default_factory=list)
     gen_compile_s: NUMBER = None  # first request, compiled minus eager
+    gen_recompile_s: NUMBER = None  # of the first request's compiling, the recompiled frames' seconds
     gen_timed_recompiles: int | None = None  # frames compiled during the warm-up and timed requests
     gen_recompile_limit: str | None = figure(dashboard=True)
     """Dynamo's own line where a frame hit its recompile limit: that frame then ran eager."""

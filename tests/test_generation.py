@@ -122,6 +122,7 @@ REFUSED = [
     ),
     ([*GENERATE, "workload=block"], "needs workload=gpt or workload=hf (a causal LM), got workload=block"),
     ([*GENERATE, "parallel=ddp"], "bench.task=generate needs parallel=none"),
+    ([*GENERATE, "bench.processes=3"], "bench.task=generate measures in the job's one process"),
     (["generate.cache=paged"], "generate.cache='paged' is not valid; choose one of: static, dynamic"),
     (
         [*GENERATE, "generate.cache=dynamic", "compile.mode=reduce-overhead"],

@@ -512,6 +512,13 @@ class Config:
                 "bench.task=generate trains nothing and freezes nothing: set compile.optimizer=false, "
                 "compile.freezing=false and bench.convergence_steps=0"
             )
+        b = self.bench
+        if (b.processes or 1) > 1 or b.sides == "apart" or b.profile:
+            raise ConfigError(
+                "bench.task=generate measures in the job's one process, without the profile pass: set "
+                f"bench.processes=1, bench.sides=auto and bench.profile=false (got processes={b.processes}, "
+                f"sides={b.sides}, profile={b.profile})"
+            )
 
     def _check_aoti(self) -> None:
         c = self.compile

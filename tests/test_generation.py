@@ -77,7 +77,7 @@ def test_a_dynamic_cache_recompiles_where_a_static_one_does_not(served):
     _, rows, _ = served
     for static in (_row(rows, "hf", "static", "LlamaForCausalLM"), _row(rows, "gpt", "static")):
         assert static["gen_frames"] == 2 and static["gen_recompiles"] == 0, static["gen_recompile_reasons"]
-        assert static["gen_timed_recompiles"] == 0 and static["gen_recompile_limit"] is None
+        assert static["step_recompiles"] == 0 and static["gen_recompile_limit"] is None
     dynamic = _row(rows, "hf", "dynamic", "LlamaForCausalLM")  # the key length grows every token
     assert dynamic["gen_recompiles"] >= 1 and "size mismatch" in dynamic["gen_recompile_reasons"][0]
     assert 0 < dynamic["gen_recompile_s"] < dynamic["gen_compile_s"], "what the recompiles cost, of the whole"

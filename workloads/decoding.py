@@ -21,9 +21,6 @@ from workloads.kv_cache import DynamicKV, StaticKV, cache_bytes
 class Decoder:
     """A decoder model with its cache: `new_cache`, `reset` between requests, `forward`."""
 
-    positions: int | None = None
-    """The longest sequence the model takes (prompt + new tokens), where it is known."""
-
     def __init__(self, model: nn.Module, kind: str, max_len: int, batch: int, dtype: torch.dtype) -> None:
         self.model, self.kind, self.max_len, self.batch, self.dtype = model, kind, max_len, batch, dtype
 
@@ -33,6 +30,13 @@ class Decoder:
     def reset(self, cache: Any) -> Any:
         """The cache for the next request: a static one zeroed in place (its addresses kept), a
         dynamic one new."""
+        if self.kind != "static":
+            return self.new_cache()
+        self.zero(cache)
+        return cache
+
+    def zero(self, cache: Any) -> None:
+        """A static cache emptied in place."""
         raise NotImplementedError
 
     def forward(self, ids: torch.Tensor, cache: Any, pos: torch.Tensor) -> torch.Tensor:
@@ -51,7 +55,6 @@ class GPTDecoder(Decoder):
 
     def __init__(self, model: nn.Module, kind: str, max_len: int, batch: int, dtype: torch.dtype) -> None:
         super().__init__(model, kind, max_len, batch, dtype)
-        self.positions = model.wpe.num_embeddings
         first = model.blocks[0].attn
         self.heads, self.head_dim = first.n_head, model.wte.embedding_dim // first.n_head
 
@@ -62,12 +65,9 @@ class GPTDecoder(Decoder):
             return [StaticKV(*shape, self.dtype, device) for _ in self.model.blocks]
         return [DynamicKV() for _ in self.model.blocks]
 
-    def reset(self, cache: list) -> list:
-        if self.kind != "static":
-            return self.new_cache()
+    def zero(self, cache: list) -> None:
         for layer in cache:
             layer.reset()
-        return cache
 
     def forward(self, ids: torch.Tensor, cache: list, pos: torch.Tensor) -> torch.Tensor:
         return self.model.decode(ids, cache, pos)
@@ -88,10 +88,6 @@ class HFDecoder(Decoder):
         self.cache_key = "cache" if "cache" in params else "past_key_values"
         self.keep = "logits_to_keep" in params
         self.cache_position = "cache_position" in params
-        config = model.config
-        self.positions = getattr(config, "max_position_embeddings", None) or getattr(
-            config, "n_positions", None
-        )
 
     def new_cache(self) -> Any:
         from transformers import DynamicCache, StaticCache
@@ -100,11 +96,8 @@ class HFDecoder(Decoder):
             return StaticCache(config=self.model.config, max_cache_len=self.max_len)
         return DynamicCache(config=self.model.config)
 
-    def reset(self, cache: Any) -> Any:
-        if self.kind != "static":
-            return self.new_cache()
+    def zero(self, cache: Any) -> None:
         cache.reset()
-        return cache
 
     def forward(self, ids: torch.Tensor, cache: Any, pos: torch.Tensor) -> torch.Tensor:
         kwargs: dict[str, Any] = {self.cache_key: cache, "use_cache": True}
@@ -127,20 +120,26 @@ class HFDecoder(Decoder):
 
 
 def decoder_of(model: nn.Module, kind: str, max_len: int, batch: int, dtype: torch.dtype) -> Decoder:
-    """The decoder of a built-in GPT or a transformers causal LM; one ConfigError line otherwise."""
+    """The decoder of a built-in GPT or a transformers causal LM (check_causal_lm); one ConfigError
+    line otherwise."""
     if hasattr(model, "decode") and hasattr(model, "wpe"):
         return GPTDecoder(model, kind, max_len, batch, dtype)
-    if getattr(getattr(model, "config", None), "is_encoder_decoder", False):
+    check_causal_lm(type(model).__name__, getattr(model, "config", None))
+    return HFDecoder(model, kind, max_len, batch, dtype)
+
+
+def check_causal_lm(name: str, config: Any) -> None:
+    """A transformers class this task can drive: decoder-only, a causal LM; one ConfigError line otherwise."""
+    if getattr(config, "is_encoder_decoder", False):
         raise ConfigError(
-            f"bench.task=generate runs decoder-only models; {type(model).__name__} is an encoder-decoder "
+            f"bench.task=generate runs decoder-only models; workload.model={name} is an encoder-decoder "
             "(seq2seq generation is not measured yet)"
         )
-    if hasattr(model, "config") and type(model).__name__.endswith(("ForCausalLM", "LMHeadModel")):
-        return HFDecoder(model, kind, max_len, batch, dtype)
-    raise ConfigError(
-        f"bench.task=generate needs a causal LM (workload=gpt, or a transformers *ForCausalLM / "
-        f"*LMHeadModel); {type(model).__name__} is not one"
-    )
+    if config is None or not name.endswith(("ForCausalLM", "LMHeadModel")):
+        raise ConfigError(
+            f"bench.task=generate needs a causal LM; workload.model={name} is not one (choose a "
+            "*ForCausalLM or *LMHeadModel class, e.g. LlamaForCausalLM, GPT2LMHeadModel)"
+        )
 
 
 def check_generate(workload: Any, generate: Any) -> None:
@@ -158,16 +157,7 @@ def check_generate(workload: Any, generate: Any) -> None:
         cls = hf.model_class(workload.model)
         config = build_config(workload, cls)
         name = cls.__name__
-        if getattr(config, "is_encoder_decoder", False):
-            raise ConfigError(
-                f"bench.task=generate runs decoder-only models; workload.model={name} is an encoder-decoder "
-                "(seq2seq generation is not measured yet)"
-            )
-        if not name.endswith(("ForCausalLM", "LMHeadModel")):
-            raise ConfigError(
-                f"bench.task=generate needs a causal LM; workload.model={name} is not one (choose a "
-                "*ForCausalLM or *LMHeadModel class, e.g. LlamaForCausalLM, GPT2LMHeadModel)"
-            )
+        check_causal_lm(name, config)
         positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
         where = f"{name}'s max_position_embeddings at workload.size={workload.size}"
     if positions and total > positions:

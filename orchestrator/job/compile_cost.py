@@ -111,6 +111,18 @@ def save_artifacts(job_dir: Path) -> Path | None:
 
 
 @contextmanager
+def frames_compiled() -> Iterator[list]:
+    """The compilation metrics of the frames compiled inside the block: counted from empty (torch
+    keeps its last 64 entries, so a slice by an earlier count can miss frames)."""
+    clear_compilation_metrics()
+    frames: list = []
+    try:
+        yield frames
+    finally:
+        frames.extend(compilation_metrics())
+
+
+@contextmanager
 def recompile_limit_lines() -> Iterator[list[str]]:
     """Dynamo's warnings that a frame hit its recompile limit (that frame then runs eager), as said."""
     said: list[str] = []

@@ -139,14 +139,12 @@ def run_generation(ctx: JobContext) -> None:
                 r.parity, out.gen_parity_errors = generation_checks.teacher_forced(
                     ctx, eager, compiled, decoder, prompt, pos
                 )
-        compile_cost.clear_compilation_metrics()  # torch keeps 64 entries: count from empty
-        with ctx.clock.phase("timed"):
+        with ctx.clock.phase("timed"), compile_cost.frames_compiled() as timed_frames:
             runs = _timed(ctx, {"eager": eager, "compiled": compiled}, decoder, prompt, pos)
-        again = compile_cost.recompiles(compile_cost.compilation_metrics())
     out.gen_recompile_limit = limit_lines[0] if limit_lines else None
     if ctx.compiled_mode and r.compile is not None:
+        again = compile_cost.recompiles(timed_frames)
         r.compile.step_recompiles, r.compile.step_recompile_reasons = len(again), again[:3]
-        out.gen_timed_recompiles = len(again)
     _summarize(ctx, out, runs, first_eager, first_compiled)
     out.gen_cache_gib = decoder.bytes(compiled.cache) / 2**30
     if cfg.compile.mode in CUDAGRAPH_MODES and ctx.compiled_mode:
@@ -167,12 +165,11 @@ def _first_compiled(
     """The compiled side's first request, with what it compiled: frames, recompiles, graph breaks."""
     from torch._dynamo.utils import counters
 
-    compile_cost.clear_compilation_metrics()
     counters.clear()
-    first = request(ctx, side, decoder, prompt, pos)
+    with compile_cost.frames_compiled() as metrics:
+        first = request(ctx, side, decoder, prompt, pos)
     if not ctx.compiled_mode:
         return first
-    metrics = compile_cost.compilation_metrics()
     out, r = ctx.result.generation, ctx.result
     assert out is not None
     reasons = [m for m in compile_cost.recompiles(metrics) if m != "no reason recorded"]

@@ -20,7 +20,7 @@ from orchestrator.config.schema import CUDAGRAPH_MODES
 from orchestrator.core.stats import rel_error
 from orchestrator.job.context import JobContext, synchronize
 from orchestrator.job.result import Memory, Parity
-from orchestrator.job.tolerance import PARITY_TOL
+from orchestrator.job.tolerance import PARITY_TOL, compute_dtype
 from workloads.decoding import Decoder
 
 
@@ -57,7 +57,7 @@ def teacher_forced(
             e = eager.decode(token, eager.cache, p)
             ctx.mark_cudagraph_step()
             errors.append(rel_error([compiled.decode(token, compiled.cache, p)], [e]))
-    tol = PARITY_TOL[ctx.result.model.compute_dtype or ctx.cfg.bench.dtype] if ctx.result.model else 1e-4
+    tol = PARITY_TOL[compute_dtype(ctx.wl.model, ctx.cfg.bench.dtype)]
     worst = max(errors, key=lambda x: math.inf if math.isnan(x) else x)
     bad = [i for i, x in enumerate(errors) if not x <= tol]
     parity = Parity(
@@ -89,7 +89,7 @@ def check_cache_path(ctx: JobContext, decoder: Decoder, side: Side, prompt: torc
     if cached is None:
         return
     err = rel_error([cached], [whole])
-    tol = PARITY_TOL[ctx.result.model.compute_dtype or ctx.cfg.bench.dtype] if ctx.result.model else 1e-4
+    tol = PARITY_TOL[compute_dtype(ctx.wl.model, ctx.cfg.bench.dtype)]
     if not err <= tol:
         raise RuntimeError(
             f"the KV cache path disagrees with a forward without a cache ({type(decoder).__name__}, "

@@ -125,12 +125,11 @@ def _both_sides(ctx: JobContext, rule: SidesRule) -> None:
     if cfg.compile.optimizer and ctx.compiled_mode:  # its first compiled step compiled it
         r.compile.compile_optimizer_s = max(compiled_step_s - eager_step_s, 0.0)
         r.compile.compile_s = (r.compile.compile_s or 0.0) + r.compile.compile_optimizer_s
-    compiled_before = len(compile_cost.compilation_metrics())
-    with clock.phase("timed"):
+    with clock.phase("timed"), compile_cost.frames_compiled() as timed_frames:
         r.isolation, r.energy = speed.measure_speed(ctx, {"eager": eager, "compiled": compiled})
         r.speed = speed.summarize(ctx)
     if ctx.compiled_mode and r.compile is not None and aoti_cost is None:
-        again = compile_cost.recompiles(compile_cost.compilation_metrics()[compiled_before:])
+        again = compile_cost.recompiles(timed_frames)
         r.compile.step_recompiles, r.compile.step_recompile_reasons = len(again), again[:3]
     if cfg.bench.profile:  # untimed, after the timed phase (job/profile.py); a failure is a note
         try:

@@ -425,7 +425,6 @@ class Generation:
     gen_recompile_reasons: list = field(default_factory=list)
     gen_compile_s: NUMBER = None  # first request, compiled minus eager
     gen_recompile_s: NUMBER = None  # of the first request's compiling, the recompiled frames' seconds
-    gen_timed_recompiles: int | None = None  # frames compiled during the warm-up and timed requests
     gen_recompile_limit: str | None = figure(dashboard=True)
     """Dynamo's own line where a frame hit its recompile limit: that frame then ran eager."""
     gen_parity_errors: list = field(default_factory=list)  # teacher-forced logits' error, per token

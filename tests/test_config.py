@@ -57,6 +57,11 @@ BAD_INPUTS = [
         "workload.path=/no/such/dir does not exist",
     ),
     (["compile.cache=warm"], "compile.cache='warm' is not valid; choose one of: private, shared"),
+    (
+        ["launcher=debug", "launcher.overlap=true"],
+        "launcher.overlap=true needs launcher=local (got launcher=debug)",
+    ),
+    (["parallel=ddp", "launcher.overlap=true"], "launcher.overlap=true runs single-process jobs only"),
 ]
 
 

@@ -51,7 +51,11 @@ def test_cold_compile_does_not_depend_on_job_order_and_warm_and_portable_run_apa
     forward_s = time.monotonic() - started
     assert "time: " in forward.stdout and "compile and timing" in forward.stdout, forward.stdout
     assert forward.returncode == 0, forward.stdout + forward.stderr
-    backward = run_cli([*common, "bench.repeats=4,3", "compile.probes=false", "sweep.dir=bwd"], cwd=tmp_path)
+    # the second sweep overlaps its two jobs (launcher.overlap): each job's cold compile still alone
+    backward = run_cli(
+        [*common, "bench.repeats=4,3", "compile.probes=false", "sweep.dir=bwd", "launcher.overlap=true"],
+        cwd=tmp_path,
+    )
     assert backward.returncode == 0, backward.stdout + backward.stderr
     for sweep in ("fwd", "bwd"):
         pair = list(results(tmp_path / sweep).values())
@@ -72,17 +76,26 @@ def test_cold_compile_does_not_depend_on_job_order_and_warm_and_portable_run_apa
         assert r["forked"] is True, "the local launcher's worker forks from the sweep's fork server"
         assert r["break_even_warm_steps"] is None or r["break_even_warm_steps"] < r["break_even_steps"]
     assert not list((tmp_path / "fwd" / "jobs").glob("*/inductor-*")), "private caches are removed"
-    for r in results(tmp_path / "fwd").values():  # the job's wall by phase (issue 28)
+    starts = {}
+    ran = [(sweep, r) for sweep in ("fwd", "bwd") for r in results(tmp_path / sweep).values()]
+    for sweep, r in ran:  # the job's wall by phase
         parts = sum(
             r[f.name] for f in fields(WallTime) if f.name.startswith("wall_") and f.name.endswith("_s")
         )
         assert abs(parts - r["job_wall_s"]) <= 0.03 * r["job_wall_s"], (parts, r["job_wall_s"])
         assert r["wall_primer_s"] > 0 and r["wall_startup_s"] > 0 and r["wall_teardown_s"] >= 0
         assert r["wall_first_calls_s"] >= r["first_call_s"], "the first calls hold the cold compile"
-        assert r["wall_probes_s"] > r["compile_warm_s"] + r["compile_portable_s"], "two processes"
-        log = (tmp_path / "fwd" / "jobs" / r["job_id"] / "runs.log").read_text().split()
+        log = (tmp_path / sweep / "jobs" / r["job_id"] / "runs.log").read_text().split()
         start, end = (float(w.split("=")[1]) for w in log if w.startswith("time="))
-        assert end - start < r["job_wall_s"] < forward_s, "inside the worker's own span and the sweep's"
+        starts[r["job_id"]] = start
+        if sweep == "fwd":
+            assert r["wall_probes_s"] > r["compile_warm_s"] + r["compile_portable_s"], "two processes"
+            assert end - start < r["job_wall_s"] < forward_s, "inside the worker's own span and the sweep's"
+            assert r["wall_locked_at"] is None and r["wall_wait_s"] == 0, "no device lock by default"
+    # overlapped: the second job started while the first measured, then waited; they never measured at once
+    first, second = sorted(results(tmp_path / "bwd").values(), key=lambda r: r["wall_locked_at"])
+    assert starts[second["job_id"]] < first["wall_written_at"], "the second job started beside the first"
+    assert second["wall_wait_s"] > 0 and second["wall_locked_at"] >= first["wall_written_at"], "one at a time"
 
 
 def test_user_defined_module_by_config_alone(tmp_path, fast):

@@ -12,6 +12,8 @@
 #                 then launcher.fork_server=false, then fork_diag.py (fork, spare, interpreter): ran
 #                 at commit 5fccda8, whose spares (interpreters started ahead) are since taken out
 #   PART=t5       T5 training alone: before, then after
+#   PART=overlap  after only: BERT, ViT and DistilBERT inference with launcher.overlap=true, then
+#                 false, twice (does a job's start beside another's measurements bend its figures?)
 #   PART=defaults before, then after: BERT infer at product defaults (3 processes, probes, memory)
 #   device: PART=... bash benchmarks/h200-time-to-answer/run-gpu.sh   carry [".whl-lite", ".before"]
 #   CPU check first: PY=.venv/bin/python CPU=1 PART=... bash benchmarks/h200-time-to-answer/run-gpu.sh
@@ -74,6 +76,12 @@ case "${PART:-check}" in
     sweep after off-r1 150 "$common workload.model=BertForMaskedLM,$vit bench.task=infer compile.mode=default launcher.fork_server=false"
     (PYTHONPATH=$site:$root/benchmarks/h200-time-to-answer:$root DIAG_DIR=/tmp/fork-diag timeout 150 $py \
        benchmarks/h200-time-to-answer/fork_diag.py ${CPU:+cpu} 2>&1 | tee "$work/fork-diag.jsonl"); save ;;
+  overlap)  # after only, interleaved: three jobs, so two of them measure while the next one starts
+    three="$common workload.model=BertForMaskedLM,$vit,DistilBertForMaskedLM bench.task=infer compile.mode=default"
+    for r in r1 r2; do
+      sweep after "overlap-on-$r" 140 "$three launcher.overlap=true"
+      sweep after "overlap-off-$r" 140 "$three launcher.overlap=false"
+    done ;;
   t5)
     sweep before before-t5 230 "$common workload.model=$t5 bench.task=train compile.mode=default"
     sweep after after-t5 200 "$common workload.model=$t5 bench.task=train compile.mode=default" ;;

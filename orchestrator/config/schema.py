@@ -297,6 +297,11 @@ class LauncherConfig:
     """Local launcher: each fresh process of a job is a fork of one process per sweep that has done
     the imports (job/fork_server.py), not a new interpreter; null: for CPU jobs only (on the H200
     forked jobs' steps read slower: benchmarks/h200-time-to-answer/run4-ab)."""
+    overlap: bool = False
+    """Local launcher: two jobs per GPU (two on a CPU host), each measuring alone: a job takes its
+    device's node-local lock (job/device_lock.py) before it first touches the device and holds it
+    until its process ends, so only start-up, set-up and imports run beside another job's
+    measurements. Off until a GPU measurement shows the figures unchanged (docs/statistics.md)."""
     max_requeues: int = 1
     """Times a job that hit its time limit or was preempted is requeued before it is `timeout`."""
     poll_s: float = 0.5
@@ -336,6 +341,8 @@ class LauncherConfig:
     def __post_init__(self) -> None:
         if self.additional_parameters is not None and not isinstance(self.additional_parameters, dict):
             raise ConfigError("launcher.additional_parameters must be a mapping, e.g. {mail_type: END}")
+        if self.overlap and self.name != "local":
+            raise ConfigError(f"launcher.overlap=true needs launcher=local (got launcher={self.name})")
         check_min("launcher.max_parallel", self.max_parallel, 1)
         check_min("launcher.max_requeues", self.max_requeues, 0)
         check_min("launcher.time_min", self.time_min, 1)
@@ -473,6 +480,12 @@ class Config:
             raise ConfigError(
                 f"parallel.nodes={self.parallel.nodes} needs launcher=slurm (local runs one node)"
             )
+        if self.launcher.overlap and self.parallel.world_size > 1:
+            raise ConfigError(
+                f"launcher.overlap=true runs single-process jobs only (parallel.strategy="
+                f"{self.parallel.strategy} starts {self.parallel.world_size} ranks); "
+                "set launcher.overlap=false"
+            )
         if self.compile.optimizer and self.bench.task != "train":
             raise ConfigError("compile.optimizer=true compiles the optimizer step: it needs bench.task=train")
         if self.compile.freezing and self.bench.task != "infer":
@@ -487,6 +500,11 @@ class Config:
             self._check_aoti()
         if self.bench.task == "generate":
             self._check_generate()
+
+    def time_limit_s(self) -> float:
+        """A job's time limit per attempt: `bench.timeout_s`, twice that under `launcher.overlap` (the
+        job may first wait for the other job on its device, whose own limit is `bench.timeout_s`)."""
+        return self.bench.timeout_s * (2 if self.launcher.overlap else 1)
 
     def _check_generate(self) -> None:
         w, c = self.workload, self.compile

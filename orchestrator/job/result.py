@@ -468,6 +468,7 @@ class WallTime:
 
     wall_startup_s: NUMBER = None  # interpreter start and imports, until the worker's first line
     wall_setup_s: NUMBER = None  # cache directories, device checks, the process group
+    wall_wait_s: NUMBER = None  # waiting for the device's lock (`launcher.overlap`)
     wall_primer_s: NUMBER = None  # a throwaway compile: the process's one-offs (cache=private)
     wall_build_s: NUMBER = None  # the workload: model, inputs, the same weights on every rank
     wall_flops_s: NUMBER = None  # one eager step under the FLOP counter
@@ -488,6 +489,7 @@ class WallTime:
     wall_teardown_s: NUMBER = None  # result written -> process gone (wandb, exit); the supervisor's
     job_wall_s: NUMBER = figure(dashboard=True)  # worker started -> process gone: the phases' sum
     wall_written_at: NUMBER = None  # when the result was written (epoch seconds)
+    wall_locked_at: NUMBER = None  # when the job took its device's lock (epoch s; `launcher.overlap`)
 
 
 @dataclass

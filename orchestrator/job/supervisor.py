@@ -215,7 +215,7 @@ def _write_ended(spec: JobSpec, rank: int, returncode: int | None, line: str) ->
     code (`returncode`), or with None the time limit it hit (submitit gave up requeueing)."""
     if returncode is None:
         status = "timeout"
-        error = f"hit its time limit of {spec.cfg.bench.timeout_s:.0f} s per attempt ({line})"
+        error = f"hit its time limit of {spec.cfg.time_limit_s():.0f} s per attempt ({line})"
     else:
         status = "crash"
         error = f"worker process {how_it_ended(returncode)} before writing a result"

@@ -20,7 +20,7 @@ from orchestrator.job.result import WallTime
 PHASES = tuple(
     f.name.removeprefix("wall_").removesuffix("_s")
     for f in dataclasses.fields(WallTime)
-    if f.name not in ("wall_other_s", "wall_teardown_s", "job_wall_s", "wall_written_at")
+    if f.name not in ("wall_other_s", "wall_teardown_s", "job_wall_s", "wall_written_at", "wall_locked_at")
 )
 
 
@@ -34,6 +34,7 @@ class WallClock:
         self.seconds["startup"] = max(now - self.started_at, 0.0)
         self._open: list[str] = []
         self._since = time.perf_counter()
+        self.locked_at: float | None = None  # when the job took its device's lock (device_lock.py)
 
     def _charge(self) -> None:
         now = time.perf_counter()
@@ -60,4 +61,10 @@ class WallClock:
         total = time.time() - self.started_at
         fields = {f"wall_{name}_s": s for name, s in self.seconds.items()}
         other = max(total - sum(self.seconds.values()), 0.0)
-        return WallTime(**fields, wall_other_s=other, job_wall_s=total, wall_written_at=time.time())
+        return WallTime(
+            **fields,
+            wall_other_s=other,
+            job_wall_s=total,
+            wall_written_at=time.time(),
+            wall_locked_at=self.locked_at,
+        )

@@ -66,7 +66,7 @@ def diagnose(attempt: Attempt, state: str) -> tuple[str, str]:
     text = f"{exc}" if exc else ""
     state = state.upper()
     if "TIMEOUT" in state or "timed-out" in text or "timed out" in tail.lower():
-        return "timeout", f"hit its time limit of {attempt.spec.cfg.bench.timeout_s:.0f} s per attempt"
+        return "timeout", f"hit its time limit of {attempt.spec.cfg.time_limit_s():.0f} s per attempt"
     if "CANCELLED" in state:
         return "crash", f"job cancelled (state {state})"
     scheduler_class = from_scheduler_state(state)

@@ -68,9 +68,15 @@ class Launcher:
         """The scope a submission runs in (local: where the controllers' own output goes)."""
         return contextlib.nullcontext()
 
+    def jobs_per_device(self) -> int:
+        """Jobs placed on one GPU (or the CPU host) at once: two under `launcher.overlap`, where one
+        starts while the other measures (job/device_lock.py), else one."""
+        return 2 if self.base.launcher.overlap else 1
+
     def capacity(self) -> int:
-        """Jobs at once: `launcher.max_parallel`, else one per GPU of this host (1 on a CPU)."""
-        return self.base.launcher.max_parallel or max(1, torch.cuda.device_count())
+        """Jobs at once: `launcher.max_parallel`, else `jobs_per_device` per GPU of this host (per
+        CPU host)."""
+        return self.base.launcher.max_parallel or self.jobs_per_device() * max(1, torch.cuda.device_count())
 
     def ended(self, attempt: Attempt) -> bool:
         return attempt.job.done()

@@ -59,7 +59,7 @@ class LocalLauncher(Launcher):
         if attempt.job.done():
             return True
         # Watchdog over submitit's own timeout: its requeues included, plus a grace period.
-        limit = attempt.spec.cfg.bench.timeout_s * (self.base.launcher.max_requeues + 1) + WATCHDOG_GRACE_S
+        limit = attempt.spec.cfg.time_limit_s() * (self.base.launcher.max_requeues + 1) + WATCHDOG_GRACE_S
         if time.time() - attempt.started > limit:
             attempt.job.cancel(check=False)
             attempt.failure = ("timeout", f"killed by the orchestrator after {limit:.0f} s")
@@ -126,7 +126,7 @@ class DebugLauncher(Launcher):
 def host_parameters(launcher: Launcher, spec: JobSpec) -> dict[str, Any]:
     """The executor parameters of a job on this host: its ranks, GPUs and time limit."""
     cfg = spec.cfg
-    timeout_s = cfg.bench.timeout_s
+    timeout_s = cfg.time_limit_s()
     return {
         "tasks_per_node": cfg.parallel.ranks_per_node if cfg.parallel.world_size > 1 else 1,
         "gpus_per_node": launcher.gpus(spec),

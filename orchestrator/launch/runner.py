@@ -1,8 +1,8 @@
 """Submit job specs and wait for them with a live progress line; every spec ends with a result file.
 
 The launcher (launchers.py) says how: local, one subprocess per job, at most its capacity at once
-(one per GPU of this host); Slurm, arrays of at most MaxArraySize (slurm_arrays.py); debug,
-in-process, one after another.
+(one per GPU of this host, two under `launcher.overlap`); Slurm, arrays of at most MaxArraySize
+(slurm_arrays.py); debug, in-process, one after another.
 """
 
 from __future__ import annotations
@@ -28,6 +28,12 @@ from orchestrator.launch.slurm_arrays import submit_arrays
 
 # Without Slurm accounting every poll would warn that sacct failed; the state comes from scontrol then.
 logging.getLogger("submitit").addFilter(lambda record: "Bypassing sacct error" not in record.getMessage())
+
+
+def spread(free_slots: list[int]) -> list[int]:
+    """Free GPU slots, the idlest GPU first (most free slots, then the lowest index): jobs spread
+    over the GPUs before two share one."""
+    return sorted(free_slots, key=lambda gpu: (-free_slots.count(gpu), gpu))
 
 
 class Runner:
@@ -94,7 +100,8 @@ class Runner:
             self.console.print(f"waiting for {len(running)} job(s) still queued from an earlier run")
         adopted = {a.spec.job_id for a in running}
         pending = [s for s in specs if s.job_id not in adopted]
-        free_gpus = list(range(torch.cuda.device_count()))  # all of them: the sweep owns the host
+        # all of them, a slot per job each may hold (launcher.overlap: two): the sweep owns the host
+        free_gpus = spread(list(range(torch.cuda.device_count())) * self.launcher.jobs_per_device())
         interrupted = False
         with Live(self._status_line(pending, running), console=self.console, refresh_per_second=2) as live:
             try:
@@ -102,7 +109,7 @@ class Runner:
                     free_gpus = self._start(pending, running, free_gpus)
                     for attempt in [a for a in running if self.launcher.ended(a)]:
                         running.remove(attempt)
-                        free_gpus = sorted(free_gpus + attempt.gpus)
+                        free_gpus = spread(free_gpus + attempt.gpus)
                         if self._finish(attempt):
                             pending.append(attempt.spec)
                     live.update(self._status_line(pending, running))

@@ -11,9 +11,19 @@ from test_protocol import USER, measure
 BLOCK = ["workload=block", "bench.task=infer", "workload.batch_size=64", "workload.seq_len=64"]
 
 
-def test_paired_timings_span_processes_and_the_ci_says_so(tmp_path, compile_cache):
-    r = measure(tmp_path, compile_cache, *BLOCK, "bench.processes=2", "bench.repeats=4")
+def test_paired_timings_span_processes_and_the_ci_says_so(tmp_path, compile_cache, monkeypatch):
+    from orchestrator.job import worker
+
+    probed, run_probe = [], worker.run_probe  # a spy: the real probes run, their kinds are noted
+    monkeypatch.setattr(
+        worker, "run_probe", lambda spec, kind, *a: probed.append(kind) or run_probe(spec, kind, *a)
+    )
+    r = measure(
+        tmp_path, compile_cache, *BLOCK, "bench.processes=2", "bench.repeats=4", "compile.probes=true"
+    )
     assert r["status"] == "ok", r["error"]
+    assert "warm" not in probed, "the first paired process measured the warm probe: no process of its own"
+    assert r["compile_warm_s"] > 0 and r["compile_warm_cache_hits"] >= 1 and r["compile_warm_pid"] != r["pid"]
     t = r["timings"]
     assert sorted(set(t["process"])) == [0, 1] and len(t["eager_ms"]) == 8
     assert r["processes"] == 2 and r["speedup_ci_scope"] == "2 processes"

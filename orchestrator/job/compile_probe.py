@@ -16,10 +16,29 @@ import torch
 
 from orchestrator.config.spec import JobSpec
 from orchestrator.job.compile_cost import clear_compilation_metrics, compilation_metrics, summarize
-from orchestrator.job.context import job_model, synchronize
+from orchestrator.job.context import JobContext, job_model, synchronize
 from orchestrator.job.fresh import run_fresh
 from orchestrator.job.primer import prime
 from orchestrator.job.result import Probe
+
+
+def first_compile(ctx: JobContext, eager: torch.nn.Module, compiled: torch.nn.Module) -> dict:
+    """The first call of `compiled`, which compiles, less an eager call: the probe's figure, in a
+    fresh process that has compiled nothing yet (its compile cache decides warm or portable)."""
+    ctx.forward_backward(eager, ctx.inputs)  # lazy init, allocator warm
+    eager_s = ctx.timed(lambda: ctx.forward_backward(eager, ctx.inputs))
+    clear_compilation_metrics()
+    t0 = time.perf_counter()
+    ctx.forward_backward(compiled, ctx.inputs)
+    synchronize(ctx.device)
+    first_s = time.perf_counter() - t0
+    metrics = summarize(compilation_metrics())
+    return {
+        "compile_s": max(first_s - eager_s, 0.0),
+        "cache_hits": metrics.compile_cache_hits,
+        "frames": metrics.compile_frames,
+        "pid": os.getpid(),
+    }
 
 
 def probe(spec: JobSpec, device: torch.device, cache: Path, artifacts: Path | None) -> dict:
@@ -28,26 +47,22 @@ def probe(spec: JobSpec, device: torch.device, cache: Path, artifacts: Path | No
 
     cfg = spec.cfg
     prime(device, cfg.bench.task == "train", cfg.compile.path == "aoti")
-    out: dict = {"load_s": None}
+    load_s = None
     with job_model(cfg, device, cache) as ctx:
         wl = ctx.wl
         if artifacts is not None:  # into the probe's empty cache, before anything compiles
             t0 = time.perf_counter()
             torch.compiler.load_cache_artifacts(artifacts.read_bytes())
-            out["load_s"] = time.perf_counter() - t0
+            load_s = time.perf_counter() - t0
         compiled = prepare(wl, "none", cfg.compile, device, cfg.bench.dtype)
-        ctx.forward_backward(wl.model, ctx.inputs)  # lazy init, allocator warm
-        eager_s = ctx.timed(lambda: ctx.forward_backward(wl.model, ctx.inputs))
-        clear_compilation_metrics()
-        t0 = time.perf_counter()
-        ctx.forward_backward(compiled, ctx.inputs)
-        synchronize(device)
-        first_s = time.perf_counter() - t0
-        metrics = summarize(compilation_metrics())
-    out["compile_s"] = max(first_s - eager_s, 0.0) + (out["load_s"] or 0.0)
-    out["cache_hits"], out["frames"] = metrics.compile_cache_hits, metrics.compile_frames
-    out["pid"] = os.getpid()
-    return out
+        out = first_compile(ctx, wl.model, compiled)
+    out["compile_s"] += load_s or 0.0
+    return {**out, "load_s": load_s}
+
+
+def as_probe(got: dict) -> Probe:
+    """A probe's figures, from a probe process's answer or a paired process's folded-in probe."""
+    return Probe(got["compile_s"], got["load_s"], got["cache_hits"], got["frames"], got["pid"])
 
 
 def run_probe(spec: JobSpec, kind: str, device: torch.device, cache: Path, artifacts: Path | None) -> Probe:
@@ -56,7 +71,7 @@ def run_probe(spec: JobSpec, kind: str, device: torch.device, cache: Path, artif
     got, error = run_fresh(spec, "probe", f"probe-{kind}", payload)
     if got is None:
         return Probe(error=error)
-    return Probe(got["compile_s"], got["load_s"], got["cache_hits"], got["frames"], got["pid"])
+    return as_probe(got)
 
 
 def answer(spec: JobSpec, req: dict) -> dict:

@@ -1,7 +1,8 @@
 """The job's fresh processes (job/side_process.py), after its own measurement:
 
 - `more_processes`: `bench.processes - 1` more paired measurements, so that the speedup's CI covers
-  what changes from one process to the next (stats.py);
+  what changes from one process to the next (stats.py); the first also measures the warm compile
+  probe where the job has probes;
 - `sides_alone`: each side alone on the device, for its memory (CUDA-graph pools included);
 - `one_after_the_other`: when the two sides do not fit on the device together, each side's
   timings come from its own process (not interleaved: the result says so).
@@ -17,10 +18,11 @@ import torch
 from orchestrator.config.spec import JobSpec
 from orchestrator.core.failures import ParityError
 from orchestrator.job import speed
+from orchestrator.job.compile_probe import as_probe
 from orchestrator.job.context import JobContext
 from orchestrator.job.fresh import run_fresh
 from orchestrator.job.parity import check_sampled_parity
-from orchestrator.job.result import CompileCost, Isolation, Memory
+from orchestrator.job.result import CompileCost, Isolation, Memory, Probes
 
 
 def _side(spec: JobSpec, device: torch.device, cache: Path, role: str, **payload) -> tuple:
@@ -30,17 +32,22 @@ def _side(spec: JobSpec, device: torch.device, cache: Path, role: str, **payload
     return run_fresh(spec, "side", f"side-{role}", request)
 
 
-def more_processes(spec: JobSpec, ctx: JobContext, cache: Path, processes: int) -> None:
-    """Paired repetitions in `processes - 1` fresh processes (the job's cache: compiled warm)."""
+def more_processes(spec: JobSpec, ctx: JobContext, cache: Path, processes: int, warm_probe: bool) -> None:
+    """Paired repetitions in `processes - 1` fresh processes (the job's cache: compiled warm). With
+    `warm_probe`, the first of them primes and measures the warm compile probe first (its first
+    compiled call is what a probe process of its own would time): one process fewer."""
     r = ctx.result
     for p in range(1, processes):
-        got, error = _side(spec, ctx.device, cache, "paired", process=p)
+        fold = warm_probe and p == 1
+        got, error = _side(spec, ctx.device, cache, "paired", process=p, probe=fold, prime=fold)
         if got is None:
             r.outcome.processes_error = error
             break
         for key, values in got["timings"].items():
             ctx.timings.setdefault(key, []).extend(values)
         r.isolation = flagged(r.isolation, Isolation(**got["isolation"]))
+        if fold:
+            r.probes = Probes(compile_warm=as_probe(got["probe"]))
     r.speed = speed.summarize(ctx)
 
 

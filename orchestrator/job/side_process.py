@@ -1,7 +1,9 @@
 """One part of a job's measurement in a fresh process (job/fresh.py): `paired`, both sides again,
-interleaved, for the CI across processes; or one side `eager` / `compiled` alone on the device, for
-its memory (everything it allocates: weights, gradients, optimizer state, activations, CUDA-graph
-pools) and, when the two sides do not fit together, its timings.
+interleaved, for the CI across processes (the first such process primes and measures the warm
+compile probe first, job/compile_probe.py, instead of a process of its own); or one side `eager` /
+`compiled` alone on the device, for its memory (everything it allocates: weights, gradients,
+optimizer state, activations, CUDA-graph pools) and, when the two sides do not fit together, its
+timings.
 
 Run through job/fresh.py (kind `side`).
 """
@@ -18,6 +20,7 @@ import torch
 
 from orchestrator.config.spec import JobSpec
 from orchestrator.job.compared import flat_tensors, gradients
+from orchestrator.job.compile_probe import first_compile
 from orchestrator.job.context import Side, job_model, synchronize
 from orchestrator.job.memory import GIB
 from orchestrator.job.primer import prime
@@ -68,6 +71,9 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
             else:
                 model = prepare(wl, "none", compile_cfg, device, cfg.bench.dtype, copy_model=role == "paired")
             sides["compiled"] = Side(model, compiled=True)
+        if req.get("probe"):  # the warm compile probe, folded in: this primed process's first compile
+            probe = first_compile(ctx, sides["eager"].model, sides["compiled"].model)
+            out["probe"] = {**probe, "load_s": None}
         for name, side in sides.items():
             t0 = time.perf_counter()
             first = ctx.forward_backward(side.model, ctx.inputs)  # compiles (the job's cache) here

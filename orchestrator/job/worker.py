@@ -66,10 +66,14 @@ def job_cache(spec: JobSpec) -> Path:
 
 
 def compile_probes(spec: JobSpec, device: torch.device, cache: Path, result: JobResult) -> Probes:
-    """Warm and portable compile, each in a fresh process; the steps that pay the warm one back."""
+    """Warm and portable compile, each in a fresh process (the warm one already measured by the first
+    paired process where the job has more, processes.py); the steps that pay the warm one back."""
     if device.type == "cuda":
         torch.cuda.empty_cache()  # the probe shares the device
-    probes = Probes(compile_warm=run_probe(spec, "warm", device, cache, None))
+    folded = result.probes.compile_warm if result.probes is not None else None
+    if folded is None or folded.s is None:
+        folded = run_probe(spec, "warm", device, cache, None)
+    probes = Probes(compile_warm=folded)
     artifacts = spec.job_dir / ARTIFACTS_FILE
     if artifacts.exists():
         empty = fresh_dir(spec.job_dir, "inductor-portable-")
@@ -83,9 +87,10 @@ def compile_probes(spec: JobSpec, device: torch.device, cache: Path, result: Job
     return probes
 
 
-def measure(spec: JobSpec, ctx: JobContext, cache: Path) -> None:
+def measure(spec: JobSpec, ctx: JobContext, cache: Path, probes: bool) -> None:
     """The protocol in this process, then the fresh processes (processes.py): more paired
-    repetitions and each side alone; or, where the sides do not fit together, each side apart."""
+    repetitions (the first measures the warm probe too, where the job has `probes`) and each side
+    alone; or, where the sides do not fit together, each side apart."""
     if ctx.cfg.bench.task == "generate":  # one process, a protocol of its own
         generation.run_generation(ctx)
         return
@@ -106,7 +111,7 @@ def measure(spec: JobSpec, ctx: JobContext, cache: Path) -> None:
         return
     if rule.processes > 1:
         with ctx.clock.phase("processes"):
-            processes.more_processes(spec, ctx, cache, rule.processes)
+            processes.more_processes(spec, ctx, cache, rule.processes, warm_probe=probes)
     if rule.memory_alone:
         try:
             with ctx.clock.phase("sides_alone"):
@@ -193,7 +198,7 @@ def run_job(spec: JobSpec, clock: WallClock | None = None) -> dict | None:
                 where = (artifacts, measured, spec.job_dir)
                 ctx = JobContext(cfg, workload, device, rank, world, *where, result=result, clock=clock)
             del workload
-            measure(spec, ctx, cache)
+            measure(spec, ctx, cache, probes)
             if private and compiled_mode and result.compile is not None:
                 result.compile.compile_cold_s = result.compile.compile_s
             if probes:

@@ -12,11 +12,11 @@ BLOCK = ["workload=block", "bench.task=infer", "workload.batch_size=64", "worklo
 
 
 def test_paired_timings_span_processes_and_the_ci_says_so(tmp_path, compile_cache, monkeypatch):
-    from orchestrator.job import worker
+    from orchestrator.job import compile_probe
 
-    probed, run_probe = [], worker.run_probe  # a spy: the real probes run, their kinds are noted
+    probed, run_probe = [], compile_probe.run_probe  # a spy: the real probes run, their kinds are noted
     monkeypatch.setattr(
-        worker, "run_probe", lambda spec, kind, *a: probed.append(kind) or run_probe(spec, kind, *a)
+        compile_probe, "run_probe", lambda spec, kind, *a: probed.append(kind) or run_probe(spec, kind, *a)
     )
     r = measure(
         tmp_path, compile_cache, *BLOCK, "bench.processes=2", "bench.repeats=4", "compile.probes=true"

@@ -9,17 +9,25 @@ Run through job/fresh.py (kind `probe`).
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
 import torch
 
 from orchestrator.config.spec import JobSpec
-from orchestrator.job.compile_cost import clear_compilation_metrics, compilation_metrics, summarize
+from orchestrator.core.numbers import payback_steps, saved_per_step_s
+from orchestrator.job.compile_cost import (
+    ARTIFACTS_FILE,
+    clear_compilation_metrics,
+    compilation_metrics,
+    summarize,
+)
+from orchestrator.job.compile_settings import fresh_dir
 from orchestrator.job.context import JobContext, job_model, synchronize
 from orchestrator.job.fresh import run_fresh
 from orchestrator.job.primer import prime
-from orchestrator.job.result import Probe
+from orchestrator.job.result import JobResult, Probe, Probes
 
 
 def first_compile(ctx: JobContext, eager: torch.nn.Module, compiled: torch.nn.Module) -> dict:
@@ -72,6 +80,28 @@ def run_probe(spec: JobSpec, kind: str, device: torch.device, cache: Path, artif
     if got is None:
         return Probe(error=error)
     return as_probe(got)
+
+
+def compile_probes(spec: JobSpec, device: torch.device, cache: Path, result: JobResult) -> Probes:
+    """Warm and portable compile, each in a fresh process (the warm one already measured by the first
+    paired process where the job has more, processes.py); the steps that pay the warm one back."""
+    if device.type == "cuda":
+        torch.cuda.empty_cache()  # the probe shares the device
+    folded = result.probes.compile_warm if result.probes is not None else None
+    if folded is None or folded.s is None:
+        folded = run_probe(spec, "warm", device, cache, None)
+    probes = Probes(compile_warm=folded)
+    artifacts = spec.job_dir / ARTIFACTS_FILE
+    if artifacts.exists():
+        empty = fresh_dir(spec.job_dir, "inductor-portable-")
+        probes.compile_portable = run_probe(spec, "portable", device, empty, artifacts)
+        shutil.rmtree(empty, ignore_errors=True)
+        artifacts.unlink()
+    speed = result.speed
+    if speed is not None:
+        saved = saved_per_step_s(speed.eager.ms, speed.speedup)
+        probes.break_even_warm_steps = payback_steps(probes.compile_warm.s, saved)
+    return probes
 
 
 def answer(spec: JobSpec, req: dict) -> dict:

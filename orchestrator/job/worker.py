@@ -23,11 +23,9 @@ import torch.distributed as dist
 from orchestrator.config.spec import JobSpec
 from orchestrator.core.failures import RANK_ERROR, classify, first_rank_error, user_frame, write_rank_error
 from orchestrator.core.files import RESULT_FILE, write_json_atomic
-from orchestrator.core.numbers import payback_steps, saved_per_step_s
 from orchestrator.core.user_code import user_code
 from orchestrator.job import fork_server, generation, processes
-from orchestrator.job.compile_cost import ARTIFACTS_FILE
-from orchestrator.job.compile_probe import run_probe
+from orchestrator.job.compile_probe import compile_probes
 from orchestrator.job.compile_settings import compile_settings, fresh_dir
 from orchestrator.job.context import JobContext, first_line
 from orchestrator.job.device import check_device, job_device
@@ -43,7 +41,7 @@ from orchestrator.job.parallelize import (
 from orchestrator.job.peaks import node_peaks
 from orchestrator.job.primer import prime
 from orchestrator.job.protocol import SidesDoNotFit, run_protocol
-from orchestrator.job.result import JobResult, Memory, Probes
+from orchestrator.job.result import Memory
 from orchestrator.job.sides import sides_rule
 from orchestrator.job.skeleton import result_skeleton
 from orchestrator.job.trace import tlparse_report, torch_trace
@@ -63,28 +61,6 @@ def job_cache(spec: JobSpec) -> Path:
     cache = Path(cc.cache_dir or Path(spec.sweep_dir) / "cache" / "inductor")
     cache.mkdir(parents=True, exist_ok=True)
     return cache
-
-
-def compile_probes(spec: JobSpec, device: torch.device, cache: Path, result: JobResult) -> Probes:
-    """Warm and portable compile, each in a fresh process (the warm one already measured by the first
-    paired process where the job has more, processes.py); the steps that pay the warm one back."""
-    if device.type == "cuda":
-        torch.cuda.empty_cache()  # the probe shares the device
-    folded = result.probes.compile_warm if result.probes is not None else None
-    if folded is None or folded.s is None:
-        folded = run_probe(spec, "warm", device, cache, None)
-    probes = Probes(compile_warm=folded)
-    artifacts = spec.job_dir / ARTIFACTS_FILE
-    if artifacts.exists():
-        empty = fresh_dir(spec.job_dir, "inductor-portable-")
-        probes.compile_portable = run_probe(spec, "portable", device, empty, artifacts)
-        shutil.rmtree(empty, ignore_errors=True)
-        artifacts.unlink()
-    speed = result.speed
-    if speed is not None:
-        saved = saved_per_step_s(speed.eager.ms, speed.speedup)
-        probes.break_even_warm_steps = payback_steps(probes.compile_warm.s, saved)
-    return probes
 
 
 def measure(spec: JobSpec, ctx: JobContext, cache: Path, probes: bool) -> None:

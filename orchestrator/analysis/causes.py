@@ -10,6 +10,8 @@ Nothing here is inferred from the model's kind or size: a cause without its meas
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pandas as pd
 
 from orchestrator.analysis.answers import Cause
@@ -37,14 +39,29 @@ def _dynamic(row: pd.Series) -> bool:
     return dynamic is not None and not pd.isna(dynamic) and bool(dynamic)
 
 
+def top_break_reason(row: pd.Series) -> str:
+    """The commonest graph-break reason's first line (60 characters); '' where no break is listed."""
+    lines = (str(b.get("reason") or "no reason given").splitlines() for b in listed(row, COL.break_reasons))
+    reasons = Counter(text[0][:60] for text in lines if text)
+    return reasons.most_common(1)[0][0] if reasons else ""
+
+
+def cudagraph_skips_text(row: pd.Series) -> str | None:
+    """CUDA graphs skipped, how often and the first reason; None where they never were."""
+    skips = number(row.get(COL.cudagraph_skips)) or 0
+    if skips <= 0:
+        return None
+    why = (listed(row, COL.cudagraph_skip_reasons) or ["no reason recorded"])[0][:60]
+    return f"CUDA graphs skipped {skips:.0f}x ({why})"
+
+
 def causes(row: pd.Series) -> list[Cause]:
     """The measured causes of one compiled job's speedup, the largest first: those with milliseconds
     attributed by them, then the others as measured (graph breaks, recompiles, skips)."""
     found: list[Cause] = []
     fraction, breaks = number(row.get(COL.compiled_fraction)), number(row.get(COL.graph_breaks)) or 0
     if breaks > 0 and fraction is not None and 1 - fraction >= LEFT_EAGER:
-        reasons = [str(b.get("reason") or "").splitlines()[:1] for b in listed(row, COL.break_reasons)]
-        top = next((r[0][:60] for r in reasons if r), "")
+        top = top_break_reason(row)
         text = f"graph breaks leave {1 - fraction:.0%} of the forward eager ({breaks:.0f} breaks" + (
             f"; top: {top})" if top else ")"
         )
@@ -63,10 +80,9 @@ def causes(row: pd.Series) -> list[Cause]:
         lever = "compile.dynamic=true" if "size mismatch" in why and not _dynamic(row) else None
         text = f"{again:.0f} recompile(s) inside the warm-up and timed steps (guard that failed: {guard})"
         found.append(Cause("step_recompiles", again, None, text, lever))
-    skips = number(row.get(COL.cudagraph_skips)) or 0
-    if skips > 0:
-        why = (listed(row, COL.cudagraph_skip_reasons) or ["no reason recorded"])[0][:60]
-        found.append(Cause("cudagraph_skips", skips, None, f"CUDA graphs skipped {skips:.0f}x ({why})", None))
+    skipped = cudagraph_skips_text(row)
+    if skipped is not None:
+        found.append(Cause("cudagraph_skips", number(row.get(COL.cudagraph_skips)), None, skipped, None))
     busy, eager_ms = number(row.get(COL.eager_busy_fraction)), number(row.get(COL.eager_ms))
     if busy is not None and eager_ms and busy < LAUNCH_BOUND:
         idle = eager_ms * (1 - busy)

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from orchestrator.analysis.answers import FollowUp, ModelVerdict, Verdict
-from orchestrator.analysis.causes import cause_line, causes, listed
+from orchestrator.analysis.causes import cause_line, causes, cudagraph_skips_text, top_break_reason
 from orchestrator.analysis.follow_up import main_rows
 from orchestrator.analysis.serving import batch_lines
 from orchestrator.analysis.suite import MEMORY_RATIO, passed_job, setting_text, suite_lines, suite_summary
@@ -110,11 +109,8 @@ def risks(row: pd.Series) -> list[str]:
     """What could go wrong with this setting, in a few words each."""
     out = []
     if (number(row.get(COL.graph_breaks)) or 0) > 0:
-        lines = (
-            str(b.get("reason") or "no reason given").splitlines() for b in listed(row, COL.break_reasons)
-        )
-        reasons = Counter(text[0][:60] for text in lines if text)
-        top = f" (top: {reasons.most_common(1)[0][0]})" if reasons else ""
+        top = top_break_reason(row)
+        top = f" (top: {top})" if top else ""
         fraction = number(row.get(COL.compiled_fraction))
         eager = (
             f" leaving {1 - fraction:.0%} of the forward eager"
@@ -130,9 +126,8 @@ def risks(row: pd.Series) -> list[str]:
         )
     if isinstance(row.get(COL.gen_recompile_limit), str):  # generation: part of a request ran eager
         out.append("recompile limit hit within a request: the rest of that frame ran eager")
-    if (number(row.get(COL.cudagraph_skips)) or 0) > 0:
-        why = (listed(row, COL.cudagraph_skip_reasons) or ["no reason recorded"])[0][:60]
-        out.append(f"CUDA graphs skipped {row[COL.cudagraph_skips]:.0f}x ({why})")
+    if (skipped := cudagraph_skips_text(row)) is not None:
+        out.append(skipped)
     ratio = number(row.get(COL.memory_ratio))
     if ratio is not None and ratio > MEMORY_RATIO:
         out.append(f"memory up {ratio:.2f}x ({_sig(number(row.get(COL.compiled_peak_gib)))} GiB)")

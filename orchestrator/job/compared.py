@@ -64,12 +64,18 @@ def load_buffers(model: nn.Module, saved: dict[str, torch.Tensor]) -> None:
 WORST_SHOWN = 3  # tensors a parity result names, the worst first
 
 
+def _by_name(train: bool, tensors: Reference) -> dict[str, torch.Tensor]:
+    """Compared tensors by name: `loss` (train) or `output[i]`, `grad <param>`, `buffer <name>`."""
+    values, grads, bufs = tensors
+    named = {("loss" if train and len(values) == 1 else f"output[{i}]"): t for i, t in enumerate(values)}
+    named |= {f"grad {n}": g for n, g in grads.items()}
+    return named | {f"buffer {n}": b for n, b in bufs.items() if b.is_floating_point()}
+
+
 def _named(ctx: JobContext, side: Side, out: object) -> dict[str, torch.Tensor]:
-    """One side's compared tensors by name: `loss` (train) or `output[i]`, `grad <param>`, `buffer <name>`."""
-    values = flat_tensors(out)
-    named = {("loss" if ctx.train and len(values) == 1 else f"output[{i}]"): t for i, t in enumerate(values)}
-    named |= {f"grad {n}": g for n, g in (gradients(side.model) if ctx.train else {}).items()}
-    return named | {f"buffer {n}": b for n, b in buffers(side.model).items() if b.is_floating_point()}
+    """One side's compared tensors by name (`_by_name`)."""
+    grads = gradients(side.model) if ctx.train else {}
+    return _by_name(ctx.train, (flat_tensors(out), grads, buffers(side.model)))
 
 
 def _shown(ctx: JobContext, name: str) -> str:
@@ -92,12 +98,7 @@ def worst_tensors(
     """The compiled tensors furthest from the reference, each with its error and its limit (`tol`,
     or under the fp64 rule the multiple of eager's own error on that tensor): the worst WORST_SHOWN
     by error over limit, so that a failure names which output, gradient or buffer is off."""  # fmt: skip
-    ref_vals, ref_grads, ref_bufs = ref
-    reference = {
-        ("loss" if ctx.train and len(ref_vals) == 1 else f"output[{i}]"): t for i, t in enumerate(ref_vals)
-    }
-    reference |= {f"grad {n}": g for n, g in ref_grads.items()}
-    reference |= {f"buffer {n}": b for n, b in ref_bufs.items() if b.is_floating_point()}
+    reference = _by_name(ctx.train, ref)
     mine, theirs = _named(ctx, compiled, out["compiled"]), _named(ctx, eager, out["eager"])
     rows = []
     for name, r in reference.items():

@@ -4,6 +4,9 @@
 # Each part's sweep directory (jobs/*/result.json, plan.json), log and command land in $OUT/PART.tar.gz
 # as each sweep ends; the parts merge into one sweep directory afterwards (merge.sh) and the table and
 # verdict come from re-running the sweep into it (every job found finished, nothing runs).
+#   PART=check    first, about 2 minutes: the tiny preset, 16 new tokens, every CUDA path the parts take
+#                 (static cache under eager, default and reduce-overhead; the dynamic cache under
+#                 default), so that a GPU-only failure costs 2 minutes, not a part's 10
 #   PART=b1       batch 1: prompts 128 and 1024 x eager, default, reduce-overhead (6 jobs)
 #   PART=b8       batch 8, the same 6 jobs
 #   PART=b64      batch 64, the same 6 jobs
@@ -43,6 +46,9 @@ sweep() {  # SECONDS "overrides"
 case "$part" in
   # A CLI value of an axis holds for the preset's points too: they run in their own part, as a grid
   # of their own (the same configs, so the same job ids as in the whole sweep).
+  check)  # the tiny preset whatever CPU says; its own sweep folder, not merged
+    size="workload.size=tiny generate.new_tokens=16 workload.config={max_position_embeddings:2048} ${CPU:+bench.device=cpu}"
+    sweep 200 "sweep.points=[['generate.cache=dynamic','compile=default']] workload.batch_size=1 generate.prompt_len=128" ;;
   b1|b8|b64) sweep 570 "sweep.points=[] workload.batch_size=${part#b}" ;;
   points) sweep 570 "sweep.points=[] workload.batch_size=8 generate.prompt_len=128 generate.cache=dynamic compile=default compile.dynamic=null,true" ;;
   loop)

@@ -8,19 +8,24 @@ import time
 from conftest import FAST
 from test_protocol import USER, measure
 
+from orchestrator.config.plan import build_plan
+from orchestrator.job.worker import run_job
+
 BLOCK = ["workload=block", "bench.task=infer", "workload.batch_size=64", "workload.seq_len=64"]
 
 
-def test_paired_timings_span_processes_and_the_ci_says_so(tmp_path, compile_cache, monkeypatch):
+def test_paired_timings_span_processes_and_the_ci_says_so(tmp_path, monkeypatch):
     from orchestrator.job import compile_probe
 
     probed, run_probe = [], compile_probe.run_probe  # a spy: the real probes run, their kinds are noted
     monkeypatch.setattr(
         compile_probe, "run_probe", lambda spec, kind, *a: probed.append(kind) or run_probe(spec, kind, *a)
     )
-    r = measure(
-        tmp_path, compile_cache, *BLOCK, "bench.processes=2", "bench.repeats=4", "compile.probes=true"
+    # the job's own empty cache: what the warm probe hits is what this job's cold compile wrote
+    plan = build_plan(
+        [*FAST, *BLOCK, "bench.processes=2", "bench.repeats=4", "compile.probes=true"], cwd=tmp_path
     )
+    r = run_job(plan.jobs[0])
     assert r["status"] == "ok", r["error"]
     assert "warm" not in probed, "the first paired process measured the warm probe: no process of its own"
     assert r["compile_warm_s"] > 0 and r["compile_warm_cache_hits"] >= 1 and r["compile_warm_pid"] != r["pid"]

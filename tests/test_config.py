@@ -62,6 +62,7 @@ BAD_INPUTS = [
         "launcher.overlap=true needs launcher=local (got launcher=debug)",
     ),
     (["parallel=ddp", "launcher.overlap=true"], "launcher.overlap=true runs single-process jobs only"),
+    (["launcher.overlap=true", "launcher.max_parallel=4"], "leave launcher.max_parallel unset"),
 ]
 
 

@@ -343,6 +343,11 @@ class LauncherConfig:
             raise ConfigError("launcher.additional_parameters must be a mapping, e.g. {mail_type: END}")
         if self.overlap and self.name != "local":
             raise ConfigError(f"launcher.overlap=true needs launcher=local (got launcher={self.name})")
+        if self.overlap and (self.max_parallel is not None or (self.gpus_per_node or 0) > 1):
+            raise ConfigError(
+                "launcher.overlap=true places two single-GPU jobs per GPU: leave launcher.max_parallel "
+                f"unset and launcher.gpus_per_node at most 1 (got {self.max_parallel}, {self.gpus_per_node})"
+            )
         check_min("launcher.max_parallel", self.max_parallel, 1)
         check_min("launcher.max_requeues", self.max_requeues, 0)
         check_min("launcher.time_min", self.time_min, 1)
@@ -502,8 +507,8 @@ class Config:
             self._check_generate()
 
     def time_limit_s(self) -> float:
-        """A job's time limit per attempt: `bench.timeout_s`, twice that under `launcher.overlap` (the
-        job may first wait for the other job on its device, whose own limit is `bench.timeout_s`)."""
+        """A job's time limit per attempt: `bench.timeout_s`, twice that under `launcher.overlap`, where
+        the job may first wait up to `bench.timeout_s` for its device's lock (job/device_lock.py)."""
         return self.bench.timeout_s * (2 if self.launcher.overlap else 1)
 
     def _check_generate(self) -> None:

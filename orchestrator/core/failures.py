@@ -42,6 +42,10 @@ class CompileError(RuntimeError):
     """The first compiled call (or dynamo's trace of the model) failed."""
 
 
+class DeviceWaitTimeout(TimeoutError):
+    """`launcher.overlap`: the job waited its whole `bench.timeout_s` for its device's lock."""
+
+
 def classify(exc: BaseException) -> str:
     """The failure class of an exception raised by a job."""
     import torch
@@ -55,6 +59,8 @@ def classify(exc: BaseException) -> str:
         return "oom"
     if isinstance(exc, CompileError):
         return "compile_error"
+    if isinstance(exc, DeviceWaitTimeout):
+        return "timeout"
     if isinstance(exc, UncompletedJobError) and "timed-out" in str(exc):
         return "timeout"  # submitit's signal handler: time limit reached, no requeue left
     return "crash"

@@ -70,6 +70,8 @@ def probe(spec: JobSpec, device: torch.device, cache: Path, artifacts: Path | No
 
 def as_probe(got: dict) -> Probe:
     """A probe's figures, from a probe process's answer or a paired process's folded-in probe."""
+    if "error" in got:
+        return Probe(error=got["error"])
     return Probe(got["compile_s"], got["load_s"], got["cache_hits"], got["frames"], got["pid"])
 
 

@@ -27,10 +27,23 @@ from typing import IO
 
 import torch
 
+from orchestrator.core.failures import DeviceWaitTimeout
 from orchestrator.job.wall import WallClock
 
 LOCK_DIR = Path(tempfile.gettempdir()) / "orchestrator-device-locks"
+POLL_S = 0.2
 _held: list[IO[str]] = []  # open until the process ends: closing the file would release the lock
+
+
+def _forget_in_child() -> None:
+    """A child forked without exec (a fork-started compile worker, the user's own) must not keep
+    the lock once this process ends: it closes its copies (which leaves the parent's lock held)."""
+    for lock in _held:
+        lock.close()
+    _held.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def device_key(device: torch.device) -> str:
@@ -41,12 +54,38 @@ def device_key(device: torch.device) -> str:
     return "cuda-" + re.sub(r"[^A-Za-z0-9_.-]", "_", visible)
 
 
-def hold_device(device: torch.device, clock: WallClock, lock_dir: Path = LOCK_DIR) -> float:
-    """Wait (the `wait` phase) for this device's lock and keep it until the process ends; returns
-    when it was taken (epoch seconds)."""
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    lock = (lock_dir / f"{device_key(device)}.lock").open("a")  # not inherited by exec'd children
+def _lock_file(lock_dir: Path, key: str) -> IO[str]:
+    """The key's lock file, open; the folder and the file writable by every user of the node (the
+    first user's umask would lock the others out)."""
+    if not lock_dir.exists():
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        if lock_dir.stat().st_uid == os.getuid():
+            lock_dir.chmod(0o1777)  # shared, as /tmp is: each may remove only their own files
+    fd = os.open(lock_dir / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    if os.fstat(fd).st_uid == os.getuid():
+        os.fchmod(fd, 0o666)
+    return os.fdopen(fd, "r+")
+
+
+def hold_device(device: torch.device, clock: WallClock, wait_s: float, lock_dir: Path = LOCK_DIR) -> float:
+    """Wait (the `wait` phase) at most `wait_s` for this device's lock and keep it until the process
+    ends; returns when it was taken (epoch seconds). Raises DeviceWaitTimeout past `wait_s`."""
+    if _held:  # this process holds it already (jobs run one after another in one process)
+        return clock.locked_at or time.time()
+    lock = _lock_file(lock_dir, device_key(device))
+    deadline = time.monotonic() + wait_s
     with clock.phase("wait"):
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    lock.close()
+                    raise DeviceWaitTimeout(
+                        f"waited {wait_s:.0f} s for the lock of its device ({device_key(device)}), held by "
+                        "another job of this node (launcher.overlap)"
+                    ) from None
+                time.sleep(POLL_S)
     _held.append(lock)
     return time.time()

@@ -71,10 +71,17 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
             else:
                 model = prepare(wl, "none", compile_cfg, device, cfg.bench.dtype, copy_model=role == "paired")
             sides["compiled"] = Side(model, compiled=True)
-        if req.get("probe"):  # the warm compile probe, folded in: this primed process's first compile
-            probe = first_compile(ctx, sides["eager"].model, sides["compiled"].model)
-            out["probe"] = {**probe, "load_s": None}
+        called: set[str] = set()  # sides whose first calls the folded probe made
+        if req.get("probe"):  # the warm compile probe: this primed process's first compile
+            try:
+                probe = first_compile(ctx, sides["eager"].model, sides["compiled"].model)
+                out["probe"], called = {**probe, "load_s": None}, {"eager", "compiled"}
+            except Exception as e:  # the probe's failure is its figure's; the paired timings go on
+                out["probe"] = {"error": f"{type(e).__name__}: {e}"[:500]}
         for name, side in sides.items():
+            if name in called:  # as after a first call: its optimizer step, its gradients cleared
+                ctx.end_first_call(side)
+                continue
             t0 = time.perf_counter()
             first = ctx.forward_backward(side.model, ctx.inputs)  # compiles (the job's cache) here
             synchronize(device)

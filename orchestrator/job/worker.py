@@ -159,7 +159,7 @@ def run_job(spec: JobSpec, clock: WallClock | None = None) -> dict | None:
             if cfg.launcher.overlap:  # what runs before this runs beside another job's measurements
                 with clock.phase("build"):
                     check_workload(cfg.workload)  # imports the model's class while another job measures
-                clock.locked_at = hold_device(device, clock)
+                clock.locked_at = hold_device(device, clock, wait_s=cfg.bench.timeout_s)
             if private and compiled_mode:
                 with clock.phase("primer"):
                     # one-offs of this process and machine stay out of the cold figure

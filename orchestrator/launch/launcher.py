@@ -76,7 +76,12 @@ class Launcher:
     def capacity(self) -> int:
         """Jobs at once: `launcher.max_parallel`, else `jobs_per_device` per GPU of this host (per
         CPU host)."""
-        return self.base.launcher.max_parallel or self.jobs_per_device() * max(1, torch.cuda.device_count())
+        if self.base.launcher.max_parallel:
+            return self.base.launcher.max_parallel
+        devices = torch.cuda.device_count()
+        if self.base.launcher.overlap and not uses_cuda(self.base):
+            devices = 1  # CPU jobs share one lock per host: two at a time, not two per GPU
+        return self.jobs_per_device() * max(1, devices)
 
     def ended(self, attempt: Attempt) -> bool:
         return attempt.job.done()

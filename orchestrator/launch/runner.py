@@ -86,7 +86,7 @@ class Runner:
             need = self.launcher.gpus(pending[0]) if self.launcher.places_gpus and free_gpus else 0
             if len(free_gpus) < need:
                 break
-            gpus, free_gpus = free_gpus[:need], free_gpus[need:]
+            gpus, free_gpus = free_gpus[:need], spread(free_gpus[need:])
             running.append(self._submit(pending.pop(0), gpus))
         return free_gpus
 

@@ -15,27 +15,40 @@ BLOCK = ["workload=block", "bench.task=infer", "workload.batch_size=64", "worklo
 
 
 def test_paired_timings_span_processes_and_the_ci_says_so(tmp_path, monkeypatch):
-    from orchestrator.job import compile_probe
+    import dataclasses
+
+    from orchestrator.job import compile_probe, processes, worker
 
     probed, run_probe = [], compile_probe.run_probe  # a spy: the real probes run, their kinds are noted
     monkeypatch.setattr(
         compile_probe, "run_probe", lambda spec, kind, *a: probed.append(kind) or run_probe(spec, kind, *a)
     )
+    started, side = [], processes._side  # a spy: the real side processes run, their requests are noted
+    monkeypatch.setattr(processes, "_side", lambda *a, **req: started.append((a[3], req)) or side(*a, **req))
+    # Each side's memory alone is a CUDA job's (sides.py): here the rule asks for it on the CPU too,
+    # so that the paired processes' sides alone run for real (their peaks are CUDA's: none here).
+    rule = worker.sides_rule
+    monkeypatch.setattr(worker, "sides_rule", lambda *a: dataclasses.replace(rule(*a), memory_alone=True))
     # the job's own empty cache: what the warm probe hits is what this job's cold compile wrote
     plan = build_plan(
-        [*FAST, *BLOCK, "bench.processes=2", "bench.repeats=4", "compile.probes=true"], cwd=tmp_path
+        [*FAST, *BLOCK, "bench.processes=3", "bench.repeats=4", "compile.probes=true"], cwd=tmp_path
     )
     r = run_job(plan.jobs[0])
     assert r["status"] == "ok", r["error"]
     assert "warm" not in probed, "the first paired process measured the warm probe: no process of its own"
+    roles = [(role, req.get("alone_first"), req.get("probe")) for role, req in started]
+    assert roles == [("paired", "eager", True), ("paired", "compiled", False)], "no process for a side alone"
+    assert r["eager_alone_ms"] > 0 and r["compiled_alone_ms"] > 0 and r["wall_sides_alone_s"] < 1
     # its cache hits are asserted in a sweep of its own (test_sweep_local): this in-process job inherits
     # what earlier tests of the session set (in a full run it read 0 hits here, alone 2)
     assert r["compile_warm_s"] > 0 and r["compile_warm_pid"] != r["pid"]
     t = r["timings"]
-    assert sorted(set(t["process"])) == [0, 1] and len(t["eager_ms"]) == 8
-    assert r["processes"] == 2 and r["speedup_ci_scope"] == "2 processes"
+    assert sorted(set(t["process"])) == [0, 1, 2] and len(t["eager_ms"]) == 12, (
+        "the sides alone's timings apart"
+    )
+    assert r["processes"] == 3 and r["speedup_ci_scope"] == "3 processes"
     assert r["speedup_ci_low"] <= r["speedup"] <= r["speedup_ci_high"]
-    assert len(t["compiled_step_ms"]) == 8 * 1, "each step timed on its own (steps_per_repeat=1)"
+    assert len(t["compiled_step_ms"]) == 12 * 1, "each step timed on its own (steps_per_repeat=1)"
     assert r["eager_p50_ms"] <= r["eager_p90_ms"] <= r["eager_p99_ms"]
     assert r.get("processes_error") is None
 

@@ -3,7 +3,8 @@
 - `more_processes`: `bench.processes - 1` more paired measurements, so that the speedup's CI covers
   what changes from one process to the next (stats.py); the first also measures the warm compile
   probe where the job has probes;
-- `sides_alone`: each side alone on the device, for its memory (CUDA-graph pools included);
+- `sides_alone`: each side alone on the device, for its memory (CUDA-graph pools included): in a
+  paired process, before the other side is made, where there is one; else in a process of its own;
 - `one_after_the_other`: when the two sides do not fit on the device together, each side's
   timings come from its own process (not interleaved: the result says so).
 """
@@ -32,14 +33,22 @@ def _side(spec: JobSpec, device: torch.device, cache: Path, role: str, **payload
     return run_fresh(spec, "side", f"side-{role}", request)
 
 
-def more_processes(spec: JobSpec, ctx: JobContext, cache: Path, processes: int, warm_probe: bool) -> None:
+def more_processes(
+    spec: JobSpec, ctx: JobContext, cache: Path, processes: int, warm_probe: bool, memory: bool
+) -> dict[str, dict]:
     """Paired repetitions in `processes - 1` fresh processes (the job's cache: compiled warm). With
     `warm_probe`, the first of them primes and measures the warm compile probe first (its first
-    compiled call is what a probe process of its own would time): one process fewer."""
-    r = ctx.result
+    compiled call is what a probe process of its own would time): one process fewer. With `memory`,
+    the first measures the eager side alone before it makes the compiled one, and the second the
+    compiled side alone before the eager one: two processes fewer. Returns what those sides alone
+    read (for sides_alone), by role."""
+    r, alone = ctx.result, {}
     for p in range(1, processes):
         fold = warm_probe and p == 1
-        got, error = _side(spec, ctx.device, cache, "paired", process=p, probe=fold, prime=fold)
+        first = ("eager", "compiled")[p - 1] if memory and p <= 2 else None
+        got, error = _side(
+            spec, ctx.device, cache, "paired", process=p, probe=fold, prime=fold, alone_first=first
+        )
         if got is None:
             r.outcome.processes_error = error
             break
@@ -48,7 +57,10 @@ def more_processes(spec: JobSpec, ctx: JobContext, cache: Path, processes: int, 
         r.isolation = flagged(r.isolation, Isolation(**got["isolation"]))
         if fold:
             r.probes = Probes(compile_warm=as_probe(got["probe"]))
+        if first:
+            alone[first] = got["alone"]
     r.speed = speed.summarize(ctx)
+    return alone
 
 
 def flagged(mine: Isolation | None, other: Isolation) -> Isolation | None:
@@ -56,20 +68,25 @@ def flagged(mine: Isolation | None, other: Isolation) -> Isolation | None:
     return other if other.iso_ok is False and (mine is None or mine.iso_ok is not False) else mine
 
 
-def sides_alone(spec: JobSpec, ctx: JobContext, cache: Path, full: bool, prime: bool = False) -> dict:
+def sides_alone(
+    spec: JobSpec, ctx: JobContext, cache: Path, full: bool, prime: bool = False, measured: dict | None = None
+) -> dict:
     """Each side alone in its own process: its memory (CUDA) and step time, and with `full` its
-    timings and a sampled output/gradient file for parity. Sets the job's memory section; raises
-    OutOfMemoryError when one side alone does not fit."""
-    r, answers, memory = ctx.result, {}, Memory()
+    timings and a sampled output/gradient file for parity; a side already `measured` alone (by
+    role, in a paired process: more_processes) is not measured again. Sets the job's memory
+    section; raises OutOfMemoryError when one side alone does not fit."""
+    r, answers, memory = ctx.result, dict(measured or {}), Memory()
     for role, into in (("eager", memory.eager), ("compiled", memory.compiled)):
-        save = spec.job_dir / f"sample-{role}.pt" if full else None
-        save_to = str(save) if save else None
-        got, error = _side(spec, ctx.device, cache, role, full=full, save=save_to, prime=prime)
-        if got is None:
-            if "OutOfMemoryError" in (error or ""):
-                raise torch.OutOfMemoryError(f"the {role} side alone does not fit on the device: {error}")
-            raise RuntimeError(f"the {role} side alone failed: {error}")
-        answers[role] = got
+        if role not in answers:
+            save = spec.job_dir / f"sample-{role}.pt" if full else None
+            save_to = str(save) if save else None
+            got, error = _side(spec, ctx.device, cache, role, full=full, save=save_to, prime=prime)
+            if got is None:
+                if "OutOfMemoryError" in (error or ""):
+                    raise torch.OutOfMemoryError(f"the {role} side alone does not fit on the device: {error}")
+                raise RuntimeError(f"the {role} side alone failed: {error}")
+            answers[role] = got
+        got = answers[role]
         r.isolation = flagged(r.isolation, Isolation(**got["isolation"]))
         into.peak_gib, into.reserved_gib = got.get("peak_gib"), got.get("reserved_gib")
         into.alone_ms = statistics.mean(got["timings"][f"{role}_ms"])

@@ -3,13 +3,15 @@ interleaved, for the CI across processes (the first such process primes and meas
 compile probe first, job/compile_probe.py, instead of a process of its own); or one side `eager` /
 `compiled` alone on the device, for its memory (everything it allocates: weights, gradients,
 optimizer state, activations, CUDA-graph pools) and, when the two sides do not fit together, its
-timings.
+timings. A `paired` process may measure one side alone first (`alone_first`), before the other
+side exists: that side's memory without a process of its own.
 
 Run through job/fresh.py (kind `side`).
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import os
@@ -21,7 +23,7 @@ import torch
 from orchestrator.config.spec import JobSpec
 from orchestrator.job.compared import flat_tensors, gradients
 from orchestrator.job.compile_probe import first_compile
-from orchestrator.job.context import Side, job_model, synchronize
+from orchestrator.job.context import JobContext, Side, job_model, synchronize
 from orchestrator.job.memory import GIB
 from orchestrator.job.primer import prime
 
@@ -44,10 +46,52 @@ def save_sample(path: Path, side: Side, first: object, train: bool) -> None:
     torch.save({"out": sampled(flat_tensors(first)), "grads": grad_sample}, path)
 
 
-def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: dict) -> dict:
-    """Build the job's model here, make the side(s) of `role`, time them; peak memory since start."""
-    from orchestrator.job import speed
+def _few_steps(ctx: JobContext) -> JobContext:
+    """The context for a side measured alone for its memory: a few steps reach the peak, into
+    timings of their own (the paired timings that follow are the process's figures)."""
+    few = copy.copy(ctx)
+    few.cfg = dataclasses.replace(ctx.cfg, bench=dataclasses.replace(ctx.cfg.bench, warmup=1, repeats=2))
+    few.timings = {}
+    return few
+
+
+def _peaks(device: torch.device) -> dict:
+    """Peak memory since the process's reset: allocated, and reserved (a graph pool is reserved only)."""
+    if device.type != "cuda":
+        return {}
+    synchronize(device)
+    return {
+        "peak_gib": torch.cuda.max_memory_allocated(device) / GIB,
+        "reserved_gib": torch.cuda.max_memory_reserved(device) / GIB,
+    }
+
+
+def _make_side(spec: JobSpec, ctx: JobContext, name: str, own_model: bool, rebuild: bool) -> Side:
+    """Side `name` of this process. `own_model`: the compiled side compiles the built model itself
+    (no eager side shares it); `rebuild`: the eager side gets a model built again (same seed, same
+    weights), the built one being compiled already (in place, for compile.scope=blocks)."""
     from orchestrator.job.parallelize import prepare
+    from workloads import build_workload
+
+    cfg, wl = ctx.cfg, ctx.wl
+    if name == "eager":
+        if not rebuild:
+            return Side(wl.model)
+        return Side(build_workload(cfg.workload, cfg.bench.task, ctx.device, cfg.bench.seed).model)
+    if cfg.compile.path == "aoti":  # the package the job built
+        from orchestrator.job import aoti
+
+        return Side(aoti.load(spec.job_dir, ctx.device), compiled=True)
+    compile_cfg = cfg.compile if ctx.compiled_mode else None
+    model = prepare(wl, "none", compile_cfg, ctx.device, cfg.bench.dtype, copy_model=not own_model)
+    return Side(model, compiled=True)
+
+
+def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: dict) -> dict:
+    """Build the job's model here, make the side(s) of `role`, time them; peak memory since start.
+    A paired process with `alone_first` makes that side first and measures it alone (its memory,
+    a few steps) before the other side exists."""
+    from orchestrator.job import speed
 
     cfg = spec.cfg
     if not req.get("full", True):  # memory only: a few steps are enough to reach the peak
@@ -57,20 +101,27 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     out: dict = {"pid": os.getpid()}
+    first_alone = req.get("alone_first")
+    names = [n for n in ("eager", "compiled") if role in ("paired", n)]
+    if first_alone:  # made first, alone
+        names = [first_alone, *(n for n in names if n != first_alone)]
     with job_model(cfg, device, cache) as ctx:
-        wl = ctx.wl
-        sides = {}
-        if role in ("paired", "eager"):
-            sides["eager"] = Side(wl.model)
-        if role in ("paired", "compiled"):
-            compile_cfg = cfg.compile if ctx.compiled_mode else None
-            if cfg.compile.path == "aoti":  # the package the job built
-                from orchestrator.job import aoti
-
-                model = aoti.load(spec.job_dir, device)
-            else:
-                model = prepare(wl, "none", compile_cfg, device, cfg.bench.dtype, copy_model=role == "paired")
-            sides["compiled"] = Side(model, compiled=True)
+        sides: dict[str, Side] = {}
+        ready: set[str] = set()  # sides past their first call (measured alone)
+        for name in names:
+            alone = role != "paired" or name == first_alone
+            sides[name] = _make_side(spec, ctx, name, own_model=alone, rebuild=first_alone == "compiled")
+            if role == "paired" and name == first_alone:
+                few = _few_steps(ctx)
+                _first_call(few, sides[name], name, req, out)
+                conditions, _ = speed.measure_speed(few, {name: sides[name]})
+                out["alone"] = {
+                    "timings": few.timings,
+                    "isolation": dataclasses.asdict(conditions),
+                    **_peaks(device),
+                }
+                ready.add(name)
+        sides = {n: sides[n] for n in ("eager", "compiled") if n in sides}  # measure_speed's order
         called: set[str] = set()  # sides whose first calls the folded probe made
         if req.get("probe"):  # the warm compile probe: this primed process's first compile
             try:
@@ -79,25 +130,30 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
             except Exception as e:  # the probe's failure is its figure's; the paired timings go on
                 out["probe"] = {"error": f"{type(e).__name__}: {e}"[:500]}
         for name, side in sides.items():
+            if name in ready:  # its optimizer made, its gradients cleared by each step
+                continue
             if name in called:  # as after a first call: its optimizer step, its gradients cleared
                 ctx.end_first_call(side)
                 continue
-            t0 = time.perf_counter()
-            first = ctx.forward_backward(side.model, ctx.inputs)  # compiles (the job's cache) here
-            synchronize(device)
-            out[f"{name}_first_call_s"] = time.perf_counter() - t0
-            if req.get("save"):
-                save_sample(Path(req["save"]), side, first, ctx.train)
-            del first  # not kept alive through the timed steps (it would add to their peak)
-            ctx.end_first_call(side)
+            _first_call(ctx, side, name, req, out)
         conditions, _ = speed.measure_speed(ctx, sides, req.get("process", 0))
         out["timings"] = ctx.timings
         out["isolation"] = dataclasses.asdict(conditions)
-    if device.type == "cuda":
-        synchronize(device)
-        out["peak_gib"] = torch.cuda.max_memory_allocated(device) / GIB
-        out["reserved_gib"] = torch.cuda.max_memory_reserved(device) / GIB
+    out.update(_peaks(device))
     return out
+
+
+def _first_call(ctx: JobContext, side: Side, name: str, req: dict, out: dict) -> None:
+    """A side's first call (a compiled one compiles, from the job's cache), timed; its sample saved
+    where asked; then its optimizer step."""
+    t0 = time.perf_counter()
+    first = ctx.forward_backward(side.model, ctx.inputs)
+    synchronize(ctx.device)
+    out[f"{name}_first_call_s"] = time.perf_counter() - t0
+    if req.get("save"):
+        save_sample(Path(req["save"]), side, first, ctx.train)
+    del first  # not kept alive through the timed steps (it would add to their peak)
+    ctx.end_first_call(side)
 
 
 def answer(spec: JobSpec, req: dict) -> dict:

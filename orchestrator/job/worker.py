@@ -85,13 +85,14 @@ def measure(spec: JobSpec, ctx: JobContext, cache: Path, probes: bool) -> None:
         with ctx.clock.phase("sides_alone"):
             processes.one_after_the_other(spec, ctx, cache, why)
         return
+    alone: dict[str, dict] = {}  # sides measured alone in the paired processes
     if rule.processes > 1:
         with ctx.clock.phase("processes"):
-            processes.more_processes(spec, ctx, cache, rule.processes, warm_probe=probes)
+            alone = processes.more_processes(spec, ctx, cache, rule.processes, probes, rule.memory_alone)
     if rule.memory_alone:
         try:
             with ctx.clock.phase("sides_alone"):
-                processes.sides_alone(spec, ctx, cache, full=False)
+                processes.sides_alone(spec, ctx, cache, full=False, measured=alone)
         except (RuntimeError, torch.OutOfMemoryError) as e:  # the timings stand; memory is missing
             ctx.result.memory = Memory(memory_error=first_line(e))
 

@@ -55,6 +55,19 @@ def main() -> None:
         figures = f"{times} | {r['speedup']:.3f} {ci}"
         print(f"{run}/{sweep} | {r['model']} | {figures} | {r.get('parity_ok')} | {r.get('parity_err')}")
 
+    print("\nsweep | model | eager / compiled peak GiB | reserved GiB | alone ms | warm, portable probe s")
+    pairs = [
+        ("eager_peak_gib", "compiled_peak_gib", ".3f"),
+        ("eager_reserved_gib", "compiled_reserved_gib", ".3f"),
+        ("eager_alone_ms", "compiled_alone_ms", ".2f"),
+        ("compile_warm_s", "compile_portable_s", ".1f"),
+    ]
+    for run, sweep, r in jobs:
+        if r.get("eager_peak_gib") is None and r.get("compile_warm_s") is None:
+            continue  # bench=quick: no memory, no probes
+        cells = [" / ".join("-" if r.get(k) is None else format(r[k], f) for k in ab) for *ab, f in pairs]
+        print(f"{run}/{sweep} | {r['model']} | " + " | ".join(cells))
+
 
 if __name__ == "__main__":
     main()

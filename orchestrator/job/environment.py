@@ -27,7 +27,9 @@ def git_revision() -> str | None:
     return out.stdout.strip() or None
 
 
-def describe(device: torch.device, world_size: int) -> Environment:
+def describe(device: torch.device, world_size: int, ask_device: bool = True) -> Environment:
+    """The job's software and hardware. `ask_device` False: the GPU's name is not asked (CUDA would
+    start up beside another job's measurements, for a job that failed before it held its device)."""
     try:
         import triton
 
@@ -39,7 +41,9 @@ def describe(device: torch.device, world_size: int) -> Environment:
         env_torch=torch.__version__,
         env_triton=triton_version,
         env_cuda=torch.version.cuda if cuda else None,
-        env_device=torch.cuda.get_device_name(device) if cuda else (platform.processor() or "cpu"),
+        env_device=(torch.cuda.get_device_name(device) if ask_device else None)
+        if cuda
+        else (platform.processor() or "cpu"),
         env_host=socket.gethostname(),
         env_python=platform.python_version(),
         env_interpreter=sys.executable,

@@ -204,7 +204,10 @@ def run_job(spec: JobSpec, clock: WallClock | None = None) -> dict | None:
                 outcome.status, outcome.error = first["status"], f"rank {first['rank']}: {first['error']}"
                 outcome.error_where = first.get("where")
                 outcome.error_log = str(spec.job_dir / RANK_ERROR.format(first["rank"]))  # its traceback
-        result.environment = describe(device, world)
+        # under overlap, a job that never held its device stays off it (a neighbour may be measuring)
+        result.environment = describe(
+            device, world, ask_device=not cfg.launcher.overlap or clock.locked_at is not None
+        )
         outcome.pid, outcome.wall_s = os.getpid(), time.time() - started
         outcome.forked = fork_server.forked
         if ctx is not None:

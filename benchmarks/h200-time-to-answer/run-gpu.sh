@@ -15,6 +15,8 @@
 #   PART=overlap  after only: BERT, ViT and DistilBERT inference with launcher.overlap=true, then
 #                 false, twice (does a job's start beside another's measurements bend its figures?)
 #   PART=defaults before, then after: BERT infer at product defaults (3 processes, probes, memory)
+#   PART=diag     fork_diag.py alone (fork, interpreter, interpreter pinned to the fork's CPU): where
+#                 forks ran and how their time was spent (why did run4-ab's forks run Python slower?)
 #   device: PART=... bash benchmarks/h200-time-to-answer/run-gpu.sh   carry [".whl-lite", ".before"]
 #   CPU check first: PY=.venv/bin/python CPU=1 PART=... bash benchmarks/h200-time-to-answer/run-gpu.sh
 set -uo pipefail
@@ -85,6 +87,10 @@ case "${PART:-check}" in
   t5)
     sweep before before-t5 230 "$common workload.model=$t5 bench.task=train compile.mode=default"
     sweep after after-t5 200 "$common workload.model=$t5 bench.task=train compile.mode=default" ;;
+  diag)
+    (PYTHONPATH=$site:$root/benchmarks/h200-time-to-answer:$root DIAG_DIR=/tmp/fork-diag timeout 200 $py \
+       benchmarks/h200-time-to-answer/fork_diag.py ${CPU:+cpu} 2>&1 | tee "$work/fork-diag.jsonl")
+    cp /tmp/fork-diag/interrupts.txt "$work/" 2>/dev/null; save ;;
   defaults)
     sweep before before-defaults 280 "workload=hf workload.size=$size bench.dtype=bf16 $where workload.model=BertForMaskedLM bench.task=infer compile.mode=default"
     sweep after after-defaults 280 "workload=hf workload.size=$size bench.dtype=bf16 $where workload.model=BertForMaskedLM bench.task=infer compile.mode=default" ;;

@@ -120,6 +120,7 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
                     "isolation": dataclasses.asdict(conditions),
                     **_peaks(device),
                 }
+                sides[name].model.zero_grad(set_to_none=True)  # a copy made next starts without them
                 ready.add(name)
         sides = {n: sides[n] for n in ("eager", "compiled") if n in sides}  # measure_speed's order
         called: set[str] = set()  # sides whose first calls the folded probe made

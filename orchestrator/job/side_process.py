@@ -110,7 +110,9 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
         ready: set[str] = set()  # sides past their first call (measured alone)
         for name in names:
             alone = role != "paired" or name == first_alone
-            sides[name] = _make_side(spec, ctx, name, own_model=alone, rebuild=first_alone == "compiled")
+            # the compiled side took the built model (an AOTInductor package leaves it to the eager side)
+            rebuild = first_alone == "compiled" and cfg.compile.path == "jit"
+            sides[name] = _make_side(spec, ctx, name, own_model=alone, rebuild=rebuild)
             if role == "paired" and name == first_alone:
                 few = _few_steps(ctx)
                 _first_call(few, sides[name], name, req, out)

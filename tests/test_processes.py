@@ -31,7 +31,9 @@ def test_paired_timings_span_processes_and_the_ci_says_so(tmp_path, monkeypatch)
     monkeypatch.setattr(worker, "sides_rule", lambda *a: dataclasses.replace(rule(*a), memory_alone=True))
     # the job's own empty cache: what the warm probe hits is what this job's cold compile wrote
     plan = build_plan(
-        [*FAST, *BLOCK, "bench.processes=3", "bench.repeats=4", "compile.probes=true"], cwd=tmp_path
+        # training: the sides alone's optimizer steps and gradients before the pair (BLOCK infers)
+        [*FAST, *BLOCK, "bench.task=train", "bench.processes=3", "bench.repeats=4", "compile.probes=true"],
+        cwd=tmp_path,
     )
     r = run_job(plan.jobs[0])
     assert r["status"] == "ok", r["error"]

@@ -221,7 +221,8 @@ class BenchConfig:
     profile: bool = False
     """After the timed phase, an untimed torch.profiler pass per side (kernels, busy time, roofline)."""
     memory: bool = True
-    """One GPU: each side's peak memory from a fresh process holding only that side (two processes)."""
+    """One GPU: each side's peak memory from a fresh process holding only that side (the first two
+    paired processes, before they make the other side; else a process of its own per side)."""
     matmul_precision: MatmulPrecision = MatmulPrecision["highest"]
     """fp32 matmuls of both sides: `highest` (torch's default), `high` (TF32, as PyTorch's harness)."""
     sdp_reduced_math: bool = False

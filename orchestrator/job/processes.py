@@ -40,8 +40,9 @@ def more_processes(
     `warm_probe`, the first of them primes and measures the warm compile probe first (its first
     compiled call is what a probe process of its own would time): one process fewer. With `memory`,
     the first measures the eager side alone before it makes the compiled one, and the second the
-    compiled side alone before the eager one: two processes fewer. Returns what those sides alone
-    read (for sides_alone), by role."""
+    compiled side alone before the eager one (two processes fewer where `processes` is 3 or more).
+    Returns what those sides alone read (for sides_alone), by role; a side whose part alone failed is
+    left out (sides_alone measures it in a process of its own), the paired timings kept."""
     r, alone = ctx.result, {}
     for p in range(1, processes):
         fold = warm_probe and p == 1
@@ -57,7 +58,7 @@ def more_processes(
         r.isolation = flagged(r.isolation, Isolation(**got["isolation"]))
         if fold:
             r.probes = Probes(compile_warm=as_probe(got["probe"]))
-        if first:
+        if first and "error" not in got["alone"]:  # else that side alone in a process of its own
             alone[first] = got["alone"]
     r.speed = speed.summarize(ctx)
     return alone

@@ -99,6 +99,7 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
     if req.get("prime"):
         prime(device, cfg.bench.task == "train", cfg.compile.path == "aoti")
     if device.type == "cuda":
+        torch.cuda.empty_cache()  # the primer's blocks are not the side's reserved memory
         torch.cuda.reset_peak_memory_stats(device)
     out: dict = {"pid": os.getpid()}
     first_alone = req.get("alone_first")
@@ -114,16 +115,9 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
             rebuild = first_alone == "compiled" and cfg.compile.path == "jit"
             sides[name] = _make_side(spec, ctx, name, own_model=alone, rebuild=rebuild)
             if role == "paired" and name == first_alone:
-                few = _few_steps(ctx)
-                _first_call(few, sides[name], name, req, out)
-                conditions, _ = speed.measure_speed(few, {name: sides[name]})
-                out["alone"] = {
-                    "timings": few.timings,
-                    "isolation": dataclasses.asdict(conditions),
-                    **_peaks(device),
-                }
-                sides[name].model.zero_grad(set_to_none=True)  # a copy made next starts without them
-                ready.add(name)
+                out["alone"] = _alone(ctx, sides[name], name, req, out)
+                if "error" not in out["alone"]:
+                    ready.add(name)
         sides = {n: sides[n] for n in ("eager", "compiled") if n in sides}  # measure_speed's order
         called: set[str] = set()  # sides whose first calls the folded probe made
         if req.get("probe"):  # the warm compile probe: this primed process's first compile
@@ -133,7 +127,8 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
             except Exception as e:  # the probe's failure is its figure's; the paired timings go on
                 out["probe"] = {"error": f"{type(e).__name__}: {e}"[:500]}
         for name, side in sides.items():
-            if name in ready:  # its optimizer made, its gradients cleared by each step
+            if name in ready:  # its optimizer made; the probe's gradients cleared, as after a step
+                side.model.zero_grad(set_to_none=True)
                 continue
             if name in called:  # as after a first call: its optimizer step, its gradients cleared
                 ctx.end_first_call(side)
@@ -144,6 +139,23 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
         out["isolation"] = dataclasses.asdict(conditions)
     out.update(_peaks(device))
     return out
+
+
+def _alone(ctx: JobContext, side: Side, name: str, req: dict, out: dict) -> dict:
+    """A paired process's side measured alone, before the other side is made: its first call, a
+    few steps, the process's peaks so far. A failure here is the side alone's (its memory is then
+    measured in a process of its own: processes.sides_alone), not the paired timings'."""
+    from orchestrator.job import speed
+
+    few = _few_steps(ctx)
+    try:
+        _first_call(few, side, name, req, out)
+        conditions, _ = speed.measure_speed(few, {name: side})
+    except Exception as e:  # noqa: BLE001 (recorded: the caller measures that side alone again)
+        side.model.zero_grad(set_to_none=True)
+        return {"error": f"{type(e).__name__}: {e}"[:500]}
+    side.model.zero_grad(set_to_none=True)  # a copy made next starts without them
+    return {"timings": few.timings, "isolation": dataclasses.asdict(conditions), **_peaks(ctx.device)}
 
 
 def _first_call(ctx: JobContext, side: Side, name: str, req: dict, out: dict) -> None:

@@ -24,7 +24,8 @@ class SidesRule:
     processes: int
     """Processes the paired timings span, this one included (`bench.processes`; 1 for distributed jobs)."""
     memory_alone: bool
-    """Each side's peak memory in a fresh process of its own (single-process CUDA jobs, `bench.memory`)."""
+    """Each side's peak memory alone in a fresh process (single-process CUDA jobs, `bench.memory`): the
+    first two paired processes, before they make the other side, else a process of its own."""
     memory_in_place: bool
     """Each side's peak memory per rank, in place (distributed CUDA jobs: their ranks are processes)."""
 

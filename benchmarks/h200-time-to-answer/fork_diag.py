@@ -11,7 +11,10 @@ on its parent's CPU, and the server may sit on the CPU that takes the GPU's inte
 `interrupts.txt`); `loop_cpu_share` (process time over wall: under 1, preempted; near 1 and still
 slow, a slower CPU: its SMT sibling busy, a lower clock, a busier cache) and the context switches
 during it. A third process a round, `pinned`, is an interpreter pinned to the CPU that round's fork
-ran on: slow too, and the CPU is the cause, not the fork.
+ran on: slow too, and the CPU is the cause, not the fork. run7-diag (an H100 host): not the CPU, not
+preemption; so each process now also gives its huge pages (`anon_huge_kb` of `anon_kb`, from
+/proc/self/smaps_rollup) and the host its THP setting: a fork's pages, the server's shared
+copy-on-write, lose their huge mappings where written, which costs TLB walks (nested, in a VM).
 
     PYTHONPATH=benchmarks/h200-time-to-answer:. python benchmarks/h200-time-to-answer/fork_diag.py [cpu]
 """
@@ -39,6 +42,14 @@ def status(key: str) -> str | None:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith(key + ":"):
             return line.split(":", 1)[1].strip()
+    return None
+
+
+def rollup(key: str) -> int | None:
+    """A /proc/self/smaps_rollup figure, in kB."""
+    for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
     return None
 
 
@@ -103,6 +114,8 @@ def answer(spec: object, req: dict) -> dict:
                 steps.append((time.perf_counter() - t0) * 1e3)
     out["bert_ms"] = statistics.median(steps)
     out["cpu_end"] = this_cpu()
+    out["anon_huge_kb"] = rollup("AnonHugePages")  # huge pages mapped here (a fork: split by writes?)
+    out["anon_kb"] = rollup("Anonymous")
     out["gc_collections"] = [s["collections"] for s in gc.get_stats()]
     return out
 
@@ -117,6 +130,9 @@ def main() -> None:
     os.makedirs(work, exist_ok=True)
     extra = ("transformers.modeling_utils", "transformers:BertModel")
     every_cpu = os.sched_getaffinity(0)
+    with contextlib.suppress(OSError):  # whether anonymous memory may be backed by huge pages
+        thp = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text().strip()
+        print(json.dumps({"transparent_hugepage": thp}), flush=True)
     with contextlib.suppress(OSError):  # which CPU takes the GPU's interrupts
         lines = Path("/proc/interrupts").read_text().splitlines()
         Path(work, "interrupts.txt").write_text("\n".join([lines[0], *(x for x in lines if "nvidia" in x)]))

@@ -6,6 +6,10 @@
 #   PART=infer    BERT and ViT inference in one sweep: before, after (repeat 1), after, before (repeat 2)
 #   PART=train1   Llama and T5 training in one sweep: before, after (repeat 1)
 #   PART=train2   the same, after first (repeat 2)
+#   PART=trainA   T5 training before, after, then Llama before, after: one model a sweep, each sweep's
+#                 limit cut to what is left of DEADLINE seconds (default 565) from the script's start,
+#                 so that a call of 600 s returns every sweep that ended
+#   PART=trainB   the same after first: T5 after, before, then Llama after, before (repeat 2)
 #   PART=ab       after only: fork_diag.py (fork against interpreter), then BERT and ViT inference with
 #                 launcher.fork_server=true, then false, twice
 #   PART=ab2      defaults (before, after), then BERT and ViT inference with launcher.spares=true,
@@ -37,8 +41,12 @@ export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 $py -c 'import torch, transformers; print(torch.__version__, transformers.__version__)' > "$work/versions.txt" 2>&1
 nproc > "$work/nproc.txt"
 save() { tar -C "$work" -czf "$final/time.tar.gz" .; }
+start=$(date +%s)
 sweep() {  # VERSION(before|after) NAME SECONDS "overrides"
   local code=$root; [ "$1" = before ] && code=$root/.before
+  local left=$(( ${DEADLINE:-100000} - ($(date +%s) - start) - 5 ))
+  if [ "$left" -lt 60 ]; then echo "=== $2: skipped, ${left}s left of DEADLINE" | tee "$work/$2.log"; return; fi
+  set -- "$1" "$2" "$(( $3 < left ? $3 : left ))" "$4"
   local dir=/tmp/sweeps-time/$2 name=$2
   rm -rf "$dir"
   echo "=== $name ($1): python -m orchestrator $4" | tee "$work/$name.log"
@@ -59,7 +67,10 @@ sweep() {  # VERSION(before|after) NAME SECONDS "overrides"
 common="workload=hf workload.size=$size bench.dtype=bf16 bench=quick $where"
 infer() { sweep "$1" "$1-$2-infer" 200 "$common workload.model=BertForMaskedLM,$vit bench.task=infer compile.mode=default"; }
 train() { sweep "$1" "$1-$2-train" 296 "$common workload.model=LlamaForCausalLM,$t5 bench.task=train compile.mode=default"; }
+one() { sweep "$1" "$1-$2-$3" "$4" "$common workload.model=$3 bench.task=train compile.mode=default"; }
 case "${PART:-check}" in
+  trainA) DEADLINE=${DEADLINE:-565}; one before r1 "$t5" 300; one after r1 "$t5" 400; one before r1 LlamaForCausalLM 150; one after r1 LlamaForCausalLM 150 ;;
+  trainB) DEADLINE=${DEADLINE:-565}; one after r2 "$t5" 400; one before r2 "$t5" 300; one after r2 LlamaForCausalLM 150; one before r2 LlamaForCausalLM 150 ;;
   check) sweep after check 300 "$common workload.model=BertForMaskedLM bench.task=infer compile.mode=eager,default" ;;
   infer) infer before r1; infer after r1; infer after r2; infer before r2 ;;
   train1) train before r1; train after r1 ;;

@@ -172,3 +172,30 @@ def test_a_cache_used_wrongly_fails_before_anything_is_timed():
                 check_cache_path(ctx, d, side, prompt, pos)
         else:
             check_cache_path(ctx, d, side, prompt, pos)
+
+
+def test_bf16_generation_serves_bf16_weights_without_autocast():
+    """bf16 generation casts the weights (as servers load an LLM) and fills a static cache whose keys
+    and values are both bf16: under autocast over fp32 weights Llama's keys leave RoPE in fp32, and
+    transformers 5.17's static cache, which gives the values its keys' dtype, failed on the H200.
+    The control (compile.mode=eager): this is the cache path, not the compiler."""
+    import torch
+
+    from orchestrator.config.schema import Config, WorkloadName
+    from orchestrator.job.context import JobContext
+    from orchestrator.job.generation import run_generation
+    from workloads import build_workload
+
+    cfg = Config()
+    cfg.workload.name, cfg.workload.model = WorkloadName["hf"], "LlamaForCausalLM"
+    cfg.bench.dtype, cfg.bench.task, cfg.bench.repeats = "bf16", "generate", 2
+    cfg.compile.mode, cfg.generate.prompt_len, cfg.generate.new_tokens = "eager", PROMPT, NEW
+    wl = build_workload(cfg.workload, "generate", torch.device("cpu"))
+    ctx = JobContext(cfg, wl, torch.device("cpu"))
+    run_generation(ctx)
+    assert {p.dtype for p in wl.model.parameters()} == {torch.bfloat16}
+    c = wl.model.config
+    per_token = 2 * c.num_hidden_layers * c.num_key_value_heads * (c.hidden_size // c.num_attention_heads)
+    bf16_bytes = 2 * per_token * wl.batch_size * (PROMPT + NEW)  # keys and values, 2 bytes each
+    assert ctx.result.generation.gen_cache_gib * 2**30 == bf16_bytes
+    assert ctx.result.parity.parity_ok is True

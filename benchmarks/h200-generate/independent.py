@@ -4,6 +4,7 @@ baseline), greedy, random weights from the config class, the orchestrator not im
 
 Decode time is the difference of two generate calls, N new tokens and 1 (the prefill and its token),
 median over repeats, each call synchronized: decode tokens/s = batch x (N - 1) / that difference.
+Weights in bf16, no autocast, as servers load an LLM (and as the orchestrator's generation jobs run).
 
     python independent.py --size 1b --batch 1 --prompt 128 --new 128 --repeats 5 --out OUT.json
     python independent.py --size tiny --batch 2 --prompt 16 --new 8 --repeats 2 --device cpu   # a check
@@ -34,7 +35,7 @@ def timed_generate(model, ids, new: int, eager: bool, device: str) -> float:
     if device == "cuda":
         torch.cuda.synchronize()
     t0 = time.perf_counter()
-    with torch.no_grad(), torch.autocast(device, dtype=torch.bfloat16):
+    with torch.no_grad():  # bf16 weights (main), no autocast
         model.generate(ids, attention_mask=torch.ones_like(ids), **kwargs)
     if device == "cuda":
         torch.cuda.synchronize()
@@ -56,7 +57,7 @@ def main() -> None:
 
     torch.manual_seed(0)
     with torch.device(a.device):
-        model = LlamaForCausalLM(LlamaConfig(**SIZES[a.size])).eval()
+        model = LlamaForCausalLM(LlamaConfig(**SIZES[a.size])).eval().to(torch.bfloat16)
     model.generation_config.pad_token_id = 0
     ids = torch.randint(0, model.config.vocab_size, (a.batch, a.prompt), device=a.device)
     out = dict(vars(a), torch=torch.__version__)

@@ -71,6 +71,7 @@ one() { sweep "$1" "$1-$2-$3" "$4" "$common workload.model=$3 bench.task=train c
 case "${PART:-check}" in
   trainA) DEADLINE=${DEADLINE:-565}; one before r1 "$t5" 300; one after r1 "$t5" 400; one before r1 LlamaForCausalLM 150; one after r1 LlamaForCausalLM 150 ;;
   trainB) DEADLINE=${DEADLINE:-565}; one after r2 "$t5" 400; one before r2 "$t5" 300; one after r2 LlamaForCausalLM 150; one before r2 LlamaForCausalLM 150 ;;
+  trainC) DEADLINE=${DEADLINE:-565}; one after r1 LlamaForCausalLM 150; one after r2 "$t5" 400; one after r2 LlamaForCausalLM 150; one before r2 LlamaForCausalLM 150 ;;
   check) sweep after check 300 "$common workload.model=BertForMaskedLM bench.task=infer compile.mode=eager,default" ;;
   infer) infer before r1; infer after r1; infer after r2; infer before r2 ;;
   train1) train before r1; train after r1 ;;

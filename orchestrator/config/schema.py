@@ -184,7 +184,7 @@ class BenchConfig:
     """`train` (forward, loss, backward, optimizer step), `infer` (forward under no_grad) or `generate`
     (a decoder's prefill, then one token at a time over a KV cache: the `generate` section)."""
     dtype: Dtype = Dtype["fp32"]
-    """Compute dtype; bf16/fp16 run under autocast with fp32 weights."""
+    """Compute dtype; bf16/fp16: autocast over fp32 weights (`generate`: weights cast, no autocast)."""
     device: DeviceName = DeviceName["auto"]
     """`auto` (cuda if present, else cpu; under launcher=slurm always cuda), `cpu` or `cuda`."""
     warmup: int = 3

@@ -9,6 +9,13 @@ alternating order -> on CUDA, each side's peak memory over one request. The head
 table's, the verdict's) is the per-token decode latency's: a step is one decode token of the batch.
 Dynamo's warning that a frame hit its recompile limit (the rest of that frame then runs eager, while
 counted as compiled) is caught and kept in the result, never timed silently.
+
+Weights are cast to `bench.dtype` (bf16/fp16) and nothing runs under autocast, as servers load an
+LLM. Under autocast over fp32 weights the two sides would not move the same bytes: eager casts each
+weight once per request (autocast's cast cache), while the compiled graph casts every weight at
+every decode step (`_to_copy` kernels on each weight in inductor's output code), and transformers
+before 5.2x cannot fill a static cache there (its values take the keys' dtype; Llama's keys leave
+RoPE in fp32: `index_copy_` fails on CUDA, transformers 5.17).
 """
 
 from __future__ import annotations
@@ -100,7 +107,7 @@ def request(ctx: JobContext, side: GenSide, decoder: Decoder, prompt: torch.Tens
             logits = side.prefill(prompt, side.cache, pos[0])
         tokens.append(logits.argmax(-1))
 
-    with torch.no_grad(), ctx.amp():
+    with torch.no_grad():  # weights in bench.dtype, no autocast (the module's docstring)
         seconds = ctx.timed_steps(step, len(pos))
     return Request(seconds[0], seconds[1:], torch.stack(tokens, 1))
 
@@ -110,6 +117,7 @@ def run_generation(ctx: JobContext) -> None:
     cfg, wl, r = ctx.cfg, ctx.wl, ctx.result
     g, b = cfg.generate, cfg.bench
     dtype = DTYPES.get(b.dtype, next(wl.model.parameters()).dtype)
+    wl.model.to(dtype)  # served weights: the module's docstring
     decoder = decoder_of(wl.model, str(g.cache), g.prompt_len + g.new_tokens, wl.batch_size, dtype)
     inputs = wl.make_inputs(g.prompt_len)
     prompt = inputs["input_ids"] if isinstance(inputs, dict) else inputs[0]

@@ -48,7 +48,7 @@ def teacher_forced(
     """Both sides step by step on eager's tokens, each with its own cache: each token's logits error."""
     errors = []
     eager.cache, compiled.cache = decoder.reset(eager.cache), decoder.reset(compiled.cache)
-    with torch.no_grad(), ctx.amp():
+    with torch.no_grad():  # weights in bench.dtype (generation.py)
         e = eager.prefill(prompt, eager.cache, pos[0])
         ctx.mark_cudagraph_step()
         errors.append(rel_error([compiled.prefill(prompt, compiled.cache, pos[0])], [e]))
@@ -81,7 +81,7 @@ def check_cache_path(ctx: JobContext, decoder: Decoder, side: Side, prompt: torc
     """The prefill and one decode step over the side's cache give the last logits a forward of the
     whole sequence without a cache gives (eager, within the dtype's tolerance); else the cache is
     misused (a transformers version's keywords) and every figure after would be of a wrong model."""
-    with torch.no_grad(), ctx.amp():
+    with torch.no_grad():  # weights in bench.dtype (generation.py)
         side.cache = decoder.reset(side.cache)
         token = decoder.forward(prompt, side.cache, pos[0]).argmax(-1)[:, None]
         cached = decoder.forward(token, side.cache, pos[1]) if len(pos) > 1 else None

@@ -143,11 +143,34 @@ def test_healthy_batchnorm_conv_net_passes_parity(tmp_path, compile_cache):
     assert r["parity_ok"] and r["parity_vs_eager"] <= r["parity_tol"], r["parity_vs_eager"]
 
 
-def test_dropout_is_checked_with_matching_randomness(tmp_path, compile_cache):
-    r = measure(tmp_path, compile_cache, *USER, "workload.target=user_models:WithDropout")
+def test_dropout_is_checked_with_matching_randomness(tmp_path, compile_cache, monkeypatch):
+    import torch
+
+    from orchestrator.job import parity, speed
+
+    def weights(model):
+        return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+    seen: dict[str, dict] = {}
+    count_flops, check = speed.count_flops, parity.check_random_parity
+
+    def as_built(ctx):  # the job's first step on its model: the weights as built
+        seen["built"] = weights(ctx.wl.model)
+        return count_flops(ctx)
+
+    def checked(ctx):
+        seen["checked"] = weights(ctx.wl.model)
+        return check(ctx)
+
+    monkeypatch.setattr(speed, "count_flops", as_built)
+    monkeypatch.setattr(parity, "check_random_parity", checked)
+    r = measure(tmp_path, compile_cache, *USER, "workload.target=user_models:WithDropout", "bench.task=train")
     assert r["status"] == "ok", r["error"]
     assert r["random_ops"] is True and "fallback_random" in r["parity_rng"]
     assert r["parity_vs_eager"] < 1e-5, "same masks: fp32 noise only, not dropout spread"
+    # The check runs after the timed steps, which train the eager model with AdamW: it must still
+    # check the weights as built, as every other parity check does (T5 read 0.0312 against 0.0100).
+    assert all(torch.equal(seen["built"][k], v) for k, v in seen["checked"].items())
     plain = measure(tmp_path, compile_cache, *USER, "workload.target=user_models:MLP", "sweep.name=plain")
     assert plain["random_ops"] is False and plain["parity_rng"] is None
 

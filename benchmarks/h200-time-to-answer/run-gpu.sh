@@ -9,6 +9,9 @@
 #   PART=trainA   T5 training before, after, then Llama before, after: one model a sweep, each sweep's
 #                 limit cut to what is left of DEADLINE seconds (default 565) from the script's start,
 #                 so that a call of 600 s returns every sweep that ended
+#   PART=t5r2     T5 training before (its second repeat), then after (its third): after the fix that
+#                 gives the random-ops check the weights as built, the after's parity figure should
+#                 read as the before's (0.0312; 0.0100 on the trained weights in run11/run12)
 #   PART=trainB   the same after first: T5 after, before, then Llama after, before (repeat 2)
 #   PART=ab       after only: fork_diag.py (fork against interpreter), then BERT and ViT inference with
 #                 launcher.fork_server=true, then false, twice
@@ -71,6 +74,7 @@ one() { sweep "$1" "$1-$2-$3" "$4" "$common workload.model=$3 bench.task=train c
 case "${PART:-check}" in
   trainA) DEADLINE=${DEADLINE:-565}; one before r1 "$t5" 300; one after r1 "$t5" 400; one before r1 LlamaForCausalLM 150; one after r1 LlamaForCausalLM 150 ;;
   trainB) DEADLINE=${DEADLINE:-565}; one after r2 "$t5" 400; one before r2 "$t5" 300; one after r2 LlamaForCausalLM 150; one before r2 LlamaForCausalLM 150 ;;
+  t5r2) DEADLINE=${DEADLINE:-565}; one before r2 "$t5" 300; one after r3 "$t5" 300 ;;
   trainC) DEADLINE=${DEADLINE:-565}; one after r1 LlamaForCausalLM 150; one after r2 "$t5" 400; one after r2 LlamaForCausalLM 150; one before r2 LlamaForCausalLM 150 ;;
   check) sweep after check 300 "$common workload.model=BertForMaskedLM bench.task=infer compile.mode=eager,default" ;;
   infer) infer before r1; infer after r1; infer after r2; infer before r2 ;;

@@ -194,6 +194,8 @@ def test_bf16_generation_serves_bf16_weights_without_autocast():
     ctx = JobContext(cfg, wl, torch.device("cpu"))
     run_generation(ctx)
     assert {p.dtype for p in wl.model.parameters()} == {torch.bfloat16}
+    floats = [b for b in wl.model.buffers() if b.is_floating_point()]
+    assert floats and all(b.dtype == torch.float32 for b in floats), "RoPE's inv_freq stays fp32"
     c = wl.model.config
     per_token = 2 * c.num_hidden_layers * c.num_key_value_heads * (c.hidden_size // c.num_attention_heads)
     bf16_bytes = 2 * per_token * wl.batch_size * (PROMPT + NEW)  # keys and values, 2 bytes each

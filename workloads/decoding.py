@@ -119,6 +119,13 @@ class HFDecoder(Decoder):
         return self.model(input_ids=ids, use_cache=False, **keep).logits[:, -1]
 
 
+def served_weights(model: nn.Module, dtype: torch.dtype) -> None:
+    """The parameters in `dtype`, as servers load an LLM; buffers as they are (transformers' bf16
+    load keeps RoPE's `inv_freq` in fp32, which `model.to` would round)."""
+    for p in model.parameters():  # a tied weight is one parameter: it stays tied
+        p.data = p.data.to(dtype)
+
+
 def decoder_of(model: nn.Module, kind: str, max_len: int, batch: int, dtype: torch.dtype) -> Decoder:
     """The decoder of a built-in GPT or a transformers causal LM (check_causal_lm); one ConfigError
     line otherwise."""

@@ -57,7 +57,9 @@ def main() -> None:
 
     torch.manual_seed(0)
     with torch.device(a.device):
-        model = LlamaForCausalLM(LlamaConfig(**SIZES[a.size])).eval().to(torch.bfloat16)
+        model = LlamaForCausalLM(LlamaConfig(**SIZES[a.size])).eval()
+    for param in model.parameters():  # bf16 weights; RoPE's inv_freq stays fp32, as a bf16 load keeps it
+        param.data = param.data.to(torch.bfloat16)
     model.generation_config.pad_token_id = 0
     ids = torch.randint(0, model.config.vocab_size, (a.batch, a.prompt), device=a.device)
     out = dict(vars(a), torch=torch.__version__)

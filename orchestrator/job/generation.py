@@ -10,11 +10,12 @@ table's, the verdict's) is the per-token decode latency's: a step is one decode 
 Dynamo's warning that a frame hit its recompile limit (the rest of that frame then runs eager, while
 counted as compiled) is caught and kept in the result, never timed silently.
 
-Weights are cast to `bench.dtype` (bf16/fp16) and nothing runs under autocast, as servers load an
-LLM. Under autocast over fp32 weights the two sides would not move the same bytes: eager casts each
-weight once per request (autocast's cast cache), while the compiled graph casts every weight at
-every decode step (`_to_copy` kernels on each weight in inductor's output code), and transformers
-before 5.2x cannot fill a static cache there (its values take the keys' dtype; Llama's keys leave
+Parameters are cast to `bench.dtype` (bf16/fp16; buffers such as RoPE's frequencies stay fp32)
+and nothing runs under autocast, as servers load an LLM. Under autocast over fp32 weights the two
+sides would not move the same bytes: eager casts each weight once per request (autocast's cast
+cache), while the compiled graph casts every weight at every decode step (`_to_copy` kernels on
+each weight in inductor's output code), and transformers before 5.2x cannot fill a static cache
+there (its values take the keys' dtype; Llama's keys leave
 RoPE in fp32: `index_copy_` fails on CUDA, transformers 5.17).
 """
 
@@ -37,7 +38,7 @@ from orchestrator.job.context import JobContext
 from orchestrator.job.parallelize import compile_kwargs
 from orchestrator.job.result import CompileCost, Explain, Generation, ModelFigures
 from orchestrator.job.tolerance import compute_dtype
-from workloads.decoding import Decoder, decoder_of
+from workloads.decoding import Decoder, decoder_of, served_weights
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 Step = Callable[[torch.Tensor, Any, torch.Tensor], torch.Tensor]  # (ids, cache, positions) -> logits
@@ -117,7 +118,10 @@ def run_generation(ctx: JobContext) -> None:
     cfg, wl, r = ctx.cfg, ctx.wl, ctx.result
     g, b = cfg.generate, cfg.bench
     dtype = DTYPES.get(b.dtype, next(wl.model.parameters()).dtype)
-    wl.model.to(dtype)  # served weights: the module's docstring
+    if b.dtype in DTYPES:  # served weights (the module's docstring)
+        served_weights(wl.model, dtype)
+        if ctx.device.type == "cuda":  # the freed fp32 blocks: out of the memory figures' reserve
+            torch.cuda.empty_cache()
     decoder = decoder_of(wl.model, str(g.cache), g.prompt_len + g.new_tokens, wl.batch_size, dtype)
     inputs = wl.make_inputs(g.prompt_len)
     prompt = inputs["input_ids"] if isinstance(inputs, dict) else inputs[0]

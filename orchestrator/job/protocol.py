@@ -63,7 +63,11 @@ def run_protocol(ctx: JobContext, rule: SidesRule) -> JobResult:
     # The timed steps train the eager side (the workload's own model) with AdamW; the check below
     # must see the weights every other parity check sees, the built ones (on the H200, T5-base's
     # check read 0.0312 on them and 0.0100 on the trained ones). Kept on the host: no device peak.
-    built = _host_copy(wl.model) if random_parity and ctx.train else None
+    # FSDP's sides are copies: the workload's model is not trained there.
+    built = None
+    if (random_parity and ctx.train and cfg.parallel.strategy != "fsdp") or cfg.bench.convergence_steps:
+        built = _host_copy(wl.model)
+    ctx.start_state = built  # convergence starts every side from the same weights (one copy)
     out_of_memory = None
     try:
         _both_sides(ctx, rule)
@@ -75,7 +79,7 @@ def run_protocol(ctx: JobContext, rule: SidesRule) -> JobResult:
         raise SidesDoNotFit(out_of_memory)
     if random_parity:  # after the cold compile, which it would warm; its kernels come from that cache
         with clock.phase("random_parity"):
-            if built is not None:
+            if built is not None and ctx.train:
                 wl.model.load_state_dict(built)
             r.parity = _random_parity(ctx)
     if r.parity and r.parity.parity_ok is False:  # after the speed figures: a failure keeps its timings
@@ -101,8 +105,6 @@ def _random_parity(ctx: JobContext) -> Parity:
 def _both_sides(ctx: JobContext, rule: SidesRule) -> None:
     cfg, wl, r, clock = ctx.cfg, ctx.wl, ctx.result, ctx.clock
     strategy, dtype = cfg.parallel.strategy, cfg.bench.dtype
-    if cfg.bench.convergence_steps:  # the common start, on the CPU (no device copy)
-        ctx.start_state = _host_copy(wl.model)
     # Two models on the device, no more: eager is the workload's own (FSDP shards in place: a copy).
     eager = Side(prepare(wl, strategy, None, ctx.device, dtype, copy_model=strategy == "fsdp"))
     aoti_cost = None

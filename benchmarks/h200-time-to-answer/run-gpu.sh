@@ -9,10 +9,12 @@
 #   PART=trainA   T5 training before, after, then Llama before, after: one model a sweep, each sweep's
 #                 limit cut to what is left of DEADLINE seconds (default 565) from the script's start,
 #                 so that a call of 600 s returns every sweep that ended
+#   PART=trainB   the same after first: T5 after, before, then Llama after, before (repeat 2)
+#   PART=trainC   what trainA left, then repeat 2 where it fits: Llama after (repeat 1), T5 after,
+#                 Llama after, Llama before (repeat 2); ran as run12 (trainB would not have fitted)
 #   PART=t5r2     T5 training before (its second repeat), then after (its third): after the fix that
 #                 gives the random-ops check the weights as built, the after's parity figure should
 #                 read as the before's (0.0312; 0.0100 on the trained weights in run11/run12)
-#   PART=trainB   the same after first: T5 after, before, then Llama after, before (repeat 2)
 #   PART=ab       after only: fork_diag.py (fork against interpreter), then BERT and ViT inference with
 #                 launcher.fork_server=true, then false, twice
 #   PART=ab2      defaults (before, after), then BERT and ViT inference with launcher.spares=true,

@@ -15,8 +15,8 @@ and nothing runs under autocast, as servers load an LLM. Under autocast over fp3
 sides would not move the same bytes: eager casts each weight once per request (autocast's cast
 cache), while the compiled graph casts every weight at every decode step (`_to_copy` kernels on
 each weight in inductor's output code), and transformers before 5.2x cannot fill a static cache
-there (its values take the keys' dtype; Llama's keys leave
-RoPE in fp32: `index_copy_` fails on CUDA, transformers 5.17).
+there (its values take the keys' dtype; Llama's keys leave RoPE in fp32: `index_copy_` fails on
+CUDA, transformers 5.17).
 """
 
 from __future__ import annotations

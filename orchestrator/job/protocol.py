@@ -79,7 +79,7 @@ def run_protocol(ctx: JobContext, rule: SidesRule) -> JobResult:
         raise SidesDoNotFit(out_of_memory)
     if random_parity:  # after the cold compile, which it would warm; its kernels come from that cache
         with clock.phase("random_parity"):
-            if built is not None and ctx.train:
+            if built is not None:
                 wl.model.load_state_dict(built)
             r.parity = _random_parity(ctx)
     if r.parity and r.parity.parity_ok is False:  # after the speed figures: a failure keeps its timings

@@ -61,6 +61,8 @@ def test_every_decoder_generates_with_teacher_forced_parity_and_every_figure(ser
         # Parity: every generated token's logits, both sides fed eager's tokens, within the dtype's limit.
         assert len(r["gen_parity_errors"]) == n and r["parity_ok"] is True
         assert max(r["gen_parity_errors"]) <= r["parity_tol"] == 1e-4 and r["parity_err"] > 0
+        assert r["parity_reference"] == "fp64" and r["parity_eager_err"] > 0
+        assert r["parity_worst"][0]["tensor"].startswith("logits of token"), r["parity_worst"]
         for side in ("eager", "compiled"):
             for figure in SIDE_FIGURES:
                 assert r[f"{side}_{figure}"] > 0, (r["label"], side, figure)
@@ -148,7 +150,7 @@ def test_a_cache_used_wrongly_fails_before_anything_is_timed():
     from orchestrator.config.schema import Config
     from orchestrator.job.context import JobContext
     from orchestrator.job.generation import GenSide
-    from orchestrator.job.generation_checks import check_cache_path
+    from orchestrator.job.generation_checks import check_cache_path, reference_of
     from workloads import build_workload
     from workloads.decoding import GPTDecoder
 
@@ -164,14 +166,34 @@ def test_a_cache_used_wrongly_fails_before_anything_is_timed():
 
     for decoder, fails in ((GPTDecoder, False), (OneOff, True)):
         d = decoder(wl.model, "static", PROMPT + NEW + 1, wl.batch_size, torch.float32)
-        side = GenSide("eager", d.forward, d.forward, d.new_cache())
+        side, ref = GenSide("eager", d.forward, d.forward, d.new_cache()), reference_of(ctx, d)
+        assert ref is not None and ref.name == "fp64"
         if fails:
             with pytest.raises(
                 RuntimeError, match="the KV cache path disagrees with a forward without a cache"
             ):
-                check_cache_path(ctx, d, side, prompt, pos)
+                check_cache_path(ctx, d, side, prompt, pos, ref)
         else:
-            check_cache_path(ctx, d, side, prompt, pos)
+            check_cache_path(ctx, d, side, prompt, pos, ref)
+
+
+def test_logits_are_judged_by_eagers_own_error_against_the_reference():
+    """bf16 weights put two correct paths' logits as far apart as the tolerance (a 1B Llama: 0.028 to
+    0.034 on the H200): a compiled side as near the upcast reference as eager passes although it is
+    past the tolerance from eager; one three times further off than the rule allows fails."""
+    import torch
+
+    from orchestrator.job.generation_checks import judged
+
+    g = torch.Generator().manual_seed(0)
+    truth = torch.randn(4, 1000, generator=g, dtype=torch.float64)
+    noisy = lambda scale: truth + scale * torch.randn(truth.shape, generator=g, dtype=torch.float64)  # noqa: E731
+    eager, compiled, wrong = noisy(0.04), noisy(0.04), noisy(0.5)
+    fine = judged(compiled, eager, truth, 0.03, 3.0)
+    assert fine["close"] > 0.03 and fine["ok"], fine
+    assert not judged(compiled, eager, None, 0.03, 3.0)["ok"], "without a reference the tolerance alone"
+    bad = judged(wrong, eager, truth, 0.03, 3.0)
+    assert bad["err"] > bad["limit"] and not bad["ok"], bad
 
 
 def test_bf16_generation_serves_bf16_weights_without_autocast():

@@ -2,21 +2,20 @@
 logits give the first token) and then one greedy token at a time over a KV cache (`generate.cache`).
 
 Eager and compiled run in one process on one model and one prompt, each with its own cache. The order:
-each side's first request (cold: the compiled side compiles in it; its frames, recompiles and graph
-breaks are counted there) -> teacher-forced parity (both sides fed eager's tokens, every token's
-logits compared) -> one untimed request per side -> `bench.repeats` timed requests per side, in
-alternating order -> on CUDA, each side's peak memory over one request. The headline speedup (the
-table's, the verdict's) is the per-token decode latency's: a step is one decode token of the batch.
+the cache's check -> each side's first request (cold: the compiled side compiles in it; its frames,
+recompiles and graph breaks are counted there) -> teacher-forced parity against an upcast reference
+(generation_checks.py) -> one untimed request per side -> `bench.repeats` timed requests per side,
+alternating -> on CUDA, each side's peak memory over one request. The headline speedup (the table's,
+the verdict's) is the per-token decode latency's: a step is one decode token of the batch.
 Dynamo's warning that a frame hit its recompile limit (the rest of that frame then runs eager, while
 counted as compiled) is caught and kept in the result, never timed silently.
 
-Parameters are cast to `bench.dtype` (bf16/fp16; buffers such as RoPE's frequencies stay fp32)
-and nothing runs under autocast, as servers load an LLM. Under autocast over fp32 weights the two
-sides would not move the same bytes: eager casts each weight once per request (autocast's cast
-cache), while the compiled graph casts every weight at every decode step (`_to_copy` kernels on
-each weight in inductor's output code), and transformers before 5.2x cannot fill a static cache
-there (its values take the keys' dtype; Llama's keys leave RoPE in fp32: `index_copy_` fails on
-CUDA, transformers 5.17).
+Parameters are cast to `bench.dtype` (bf16/fp16; buffers such as RoPE's frequencies stay fp32) and
+nothing runs under autocast, as servers load an LLM. Under autocast over fp32 weights the sides would
+not move the same bytes: eager casts each weight once per request (autocast's cast cache), while the
+compiled graph casts every weight at every decode step (`_to_copy` kernels in inductor's output
+code), and transformers before 5.2x cannot fill a static cache there (its values take the keys'
+dtype; Llama's keys leave RoPE in fp32: `index_copy_` fails on CUDA, transformers 5.17).
 """
 
 from __future__ import annotations
@@ -120,8 +119,6 @@ def run_generation(ctx: JobContext) -> None:
     dtype = DTYPES.get(b.dtype, next(wl.model.parameters()).dtype)
     if b.dtype in DTYPES:  # served weights (the module's docstring)
         served_weights(wl.model, dtype)
-        if ctx.device.type == "cuda":  # the freed fp32 blocks: out of the memory figures' reserve
-            torch.cuda.empty_cache()
     decoder = decoder_of(wl.model, str(g.cache), g.prompt_len + g.new_tokens, wl.batch_size, dtype)
     inputs = wl.make_inputs(g.prompt_len)
     prompt = inputs["input_ids"] if isinstance(inputs, dict) else inputs[0]
@@ -135,10 +132,11 @@ def run_generation(ctx: JobContext) -> None:
     r.numerics = numerics_now()
     out = r.generation = Generation()
     eager, compiled = sides(ctx, decoder)
-    # The cache path against a forward without one (eager), before anything is timed; it also
-    # allocates each side's static cache (transformers' at its first update) before compiled code sees it.
+    # The cache path against a forward without one, before anything is timed; it also allocates each
+    # side's static cache (transformers' at its first update) before compiled code sees it.
+    ref = generation_checks.reference_of(ctx, decoder)
     for side in (eager, compiled):
-        generation_checks.check_cache_path(ctx, decoder, side, prompt, pos)
+        generation_checks.check_cache_path(ctx, decoder, side, prompt, pos, ref)
     with compile_cost.recompile_limit_lines() as limit_lines:
         with ctx.clock.phase("first_calls"):
             first_eager = request(ctx, eager, decoder, prompt, pos)
@@ -149,8 +147,11 @@ def run_generation(ctx: JobContext) -> None:
         if b.parity:
             with ctx.clock.phase("parity"):
                 r.parity, out.gen_parity_errors = generation_checks.teacher_forced(
-                    ctx, eager, compiled, decoder, prompt, pos
+                    ctx, eager, compiled, decoder, prompt, pos, ref
                 )
+        ref = None  # the upcast copy and the blocks the cast freed: out of the memory figures
+        if ctx.device.type == "cuda":
+            torch.cuda.empty_cache()
         with ctx.clock.phase("timed"), compile_cost.frames_compiled() as timed_frames:
             runs = _timed(ctx, {"eager": eager, "compiled": compiled}, decoder, prompt, pos)
     out.gen_recompile_limit = limit_lines[0] if limit_lines else None

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The parts of run-gpu.sh as one sweep directory, then `+sweep=hf` re-run into it: every job and every
+# follow-up is found finished (job ids hash the config; a model's follow-up comes from its own jobs,
+# which are the part's), so nothing runs here, and the table, the verdicts with their causes and
+# follow-ups, and results.jsonl are the whole sweep's. It refuses, naming them, when a planned job or
+# a follow-up the merged verdict asks for did not come back.
+#   bash benchmarks/h200-answers/merge.sh DIR_OF_TARBALLS [CPU]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+from=${1:?the folder that holds infer-a.tar.gz ...}
+merged=${MERGED:-benchmarks/h200-answers/sweep}
+rm -rf "$merged" && mkdir -p "$merged/jobs"
+for tarball in "$from"/*.tar.gz; do
+  part=$(mktemp -d)
+  tar -C "$part" -xzf "$tarball"
+  [ -d "$part/sweep/jobs" ] && cp -r "$part"/sweep/jobs/* "$merged/jobs/"
+  rm -rf "$part"
+done
+where=""
+[ -n "${2:-}" ] && where="workload.size=tiny bench.device=cpu workload.model=${CPU_MODELS:?the models the CPU parts ran}"
+args="+sweep=hf bench=quick bench.profile=true compile.mode=eager,default $where sweep.dir=$merged logger=none"
+# shellcheck disable=SC2086
+missing=$(.venv/bin/python -m orchestrator $args --dry-run | grep -oE '^  [0-9a-f]{12}' | tr -d ' ' \
+  | while read -r id; do [ -f "$merged/jobs/$id/result.json" ] || echo "$id"; done)
+if [ -n "$missing" ]; then echo "not merged, jobs missing: $missing"; exit 1; fi
+# shellcheck disable=SC2086
+.venv/bin/python -m orchestrator $args verdict.follow_up=false > /dev/null  # plan.json: the 48 jobs
+.venv/bin/python - "$merged" <<'PY'
+import json, sys
+from pathlib import Path
+
+from orchestrator.analysis.follow_up import follow_up_specs
+from orchestrator.analysis.verdict import compute
+from orchestrator.config.schema import VerdictConfig
+from orchestrator.results.table import gather
+
+sweep = Path(sys.argv[1])
+jobs = json.loads((sweep / "plan.json").read_text())["jobs"]
+df = gather(sweep, jobs)
+wanted = follow_up_specs(compute(df, jobs, VerdictConfig()), df, str(sweep))
+absent = [s.job_id for s in wanted if not (sweep / "jobs" / s.job_id / "result.json").exists()]
+if absent:
+    sys.exit(f"not merged, follow-ups missing: {' '.join(absent)}")
+print(f"{len(wanted)} follow-up(s), all back")
+PY
+# shellcheck disable=SC2086
+.venv/bin/python -m orchestrator $args | tee "$merged/table.txt"

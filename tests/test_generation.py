@@ -5,6 +5,7 @@ each bad value refused before anything runs, in one line."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from conftest import FAST, run_cli
@@ -61,7 +62,9 @@ def test_every_decoder_generates_with_teacher_forced_parity_and_every_figure(ser
         # Parity: every generated token's logits, both sides fed eager's tokens, within the dtype's limit.
         assert len(r["gen_parity_errors"]) == n and r["parity_ok"] is True
         assert max(r["gen_parity_errors"]) <= r["parity_tol"] == 1e-4 and r["parity_err"] > 0
-        assert r["parity_reference"] == "fp64" and r["parity_eager_err"] > 0
+        # The fp64 reference, fed the sides' tokens and positions: eager's own error is fp32's rounding.
+        assert r["parity_reference"] == "fp64" and 0 < r["parity_eager_err"] < 1e-5
+        assert r["parity_err"] <= r["parity_limit"] or r["parity_rule"] == "within tol of eager"
         assert r["parity_worst"][0]["tensor"].startswith("logits of token"), r["parity_worst"]
         for side in ("eager", "compiled"):
             for figure in SIDE_FIGURES:
@@ -188,12 +191,16 @@ def test_logits_are_judged_by_eagers_own_error_against_the_reference():
     g = torch.Generator().manual_seed(0)
     truth = torch.randn(4, 1000, generator=g, dtype=torch.float64)
     noisy = lambda scale: truth + scale * torch.randn(truth.shape, generator=g, dtype=torch.float64)  # noqa: E731
-    eager, compiled, wrong = noisy(0.04), noisy(0.04), noisy(0.5)
+    eager, compiled, wrong = noisy(0.04), noisy(0.08), noisy(0.5)
     fine = judged(compiled, eager, truth, 0.03, 3.0)
-    assert fine["close"] > 0.03 and fine["ok"], fine
+    assert fine["close"] > 0.03 and fine["ok"] and not fine["by_tol"], fine
+    assert not judged(compiled, eager, truth, 0.03, 1.0)["ok"], "the multiplier sets the limit"
     assert not judged(compiled, eager, None, 0.03, 3.0)["ok"], "without a reference the tolerance alone"
     bad = judged(wrong, eager, truth, 0.03, 3.0)
     assert bad["err"] > bad["limit"] and not bad["ok"], bad
+    nan = compiled.clone()
+    nan[0, 0] = float("nan")
+    assert judged(nan, eager, truth, 0.03, 3.0)["margin"] == math.inf, "NaN never passes, and ranks worst"
 
 
 def test_bf16_generation_serves_bf16_weights_without_autocast():

@@ -124,6 +124,8 @@ def served_weights(model: nn.Module, dtype: torch.dtype) -> None:
     load keeps RoPE's `inv_freq` in fp32, which `model.to` would round)."""
     for p in model.parameters():  # a tied weight is one parameter: it stays tied
         p.data = p.data.to(dtype)
+    if any(p.is_cuda for p in model.parameters()):  # the freed fp32 blocks: out of the memory figures
+        torch.cuda.empty_cache()
 
 
 def decoder_of(model: nn.Module, kind: str, max_len: int, batch: int, dtype: torch.dtype) -> Decoder:

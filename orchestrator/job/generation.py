@@ -149,7 +149,7 @@ def run_generation(ctx: JobContext) -> None:
                 r.parity, out.gen_parity_errors = generation_checks.teacher_forced(
                     ctx, eager, compiled, decoder, prompt, pos, ref
                 )
-        ref = None  # the upcast copy and the blocks the cast freed: out of the memory figures
+        ref = None  # the upcast copy: out of the timings' memory and the memory figures
         if ctx.device.type == "cuda":
             torch.cuda.empty_cache()
         with ctx.clock.phase("timed"), compile_cost.frames_compiled() as timed_frames:

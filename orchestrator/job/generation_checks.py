@@ -40,35 +40,46 @@ class Side(Protocol):
     cache: Any
 
 
-RULE = "teacher-forced: both sides fed eager's tokens; every token's logits by the reference rule"
-
-
 @dataclass
 class Reference:
-    """The sides' weights upcast, with a cache of its own: what both sides' logits are measured against."""
+    """The sides' weights upcast, with a cache of its own: what both sides' logits are measured
+    against; `decoder` None where there is none (then the tolerance alone judges, `note` says why)."""
 
-    decoder: Decoder
+    decoder: Decoder | None
     name: str
-    """`fp64` or `fp32`: the reference's dtype."""
+    """`fp64` or `fp32`: the reference's dtype (`eager` where there is none)."""
+    note: str | None = None
 
-    def forward(self, ids: torch.Tensor, cache: Any, pos: torch.Tensor) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, cache: Any, pos: torch.Tensor) -> torch.Tensor | None:
+        if self.decoder is None:
+            return None
         with matmul_precision("highest"):  # a true fp32 reference, whatever the job's numerics
             return self.decoder.forward(ids, cache, pos)
 
-    def full(self, ids: torch.Tensor) -> torch.Tensor:
+    def full(self, ids: torch.Tensor) -> torch.Tensor | None:
+        if self.decoder is None:
+            return None
         with matmul_precision("highest"):
             return self.decoder.full(ids)
 
 
-def reference_of(ctx: JobContext, decoder: Decoder) -> Reference | None:
+def reference_of(ctx: JobContext, decoder: Decoder) -> Reference:
     """A copy of the model in fp64 (up to `bench.fp64_max_params`) or fp32 (its bf16/fp16 weights
-    exactly, upcast), over a dynamic cache; None where the sides already compute in fp32 and fp64 is
-    past the limit. The caller drops it before the timed phases (a 1B model's fp32 copy is 5 GB)."""
+    exactly, upcast), over a dynamic cache. None where the sides already compute in fp32 and fp64 is
+    past the limit, or where the copy would not fit in half the GPU's free memory (a note says so).
+    The caller drops it before the timed phases (a 1B model's fp32 copy is 5 GB)."""
     wide = ctx.wl.n_params <= ctx.cfg.bench.fp64_max_params
     if not wide and decoder.dtype == torch.float32:
-        return None
+        return Reference(None, "eager")
     dtype = torch.float64 if wide else torch.float32
+    if ctx.device.type == "cuda":
+        need, free = ctx.wl.n_params * dtype.itemsize, torch.cuda.mem_get_info(ctx.device)[0]
+        if need > free / 2:
+            why = f"the {dtype} reference ({need / 2**30:.1f} GiB) exceeds half the GPU's free memory"
+            return Reference(None, "eager", f"{why}: judged by the dtype's tolerance of eager alone")
     model = copy.deepcopy(decoder.model).to(dtype)
+    if ctx.device.type == "cuda":  # the bf16 copy's blocks, before the static caches are placed
+        torch.cuda.empty_cache()
     ref = decoder_of(model, "dynamic", decoder.max_len, decoder.batch, dtype)
     return Reference(ref, "fp64" if wide else "fp32")
 
@@ -77,19 +88,21 @@ def judged(
     mine: torch.Tensor, eager: torch.Tensor, truth: torch.Tensor | None, tol: float, multiplier: float
 ) -> dict:
     """One token's logits by the rule: `close` (to eager) within `tol`, or `err` (to the reference
-    `truth`) within `limit`: `multiplier` times eager's own error, plus a tenth of `tol`."""
+    `truth`) within `limit`: `multiplier` times eager's own error, plus a tenth of `tol`. `margin` is
+    the better rule's error over its limit (at most 1: passed; NaN anywhere: infinite, never passes)
+    and `by_tol` whether that rule is the tolerance's."""
     close = rel_error([mine], [eager])
-    if truth is None:
-        return {"close": close, "err": close, "eager_err": None, "limit": tol, "ok": close <= tol}
-    err, eager_err = rel_error([mine], [truth]), rel_error([eager], [truth])
-    limit = multiplier * eager_err + tol / 10
-    return {
-        "close": close,
-        "err": err,
-        "eager_err": eager_err,
-        "limit": limit,
-        "ok": close <= tol or err <= limit,
-    }
+    out = {"close": close, "err": close, "eager_err": None, "limit": tol}
+    by_tol = close / tol if close == close else math.inf
+    by_ref = math.inf
+    if truth is not None:
+        err, eager_err = rel_error([mine], [truth]), rel_error([eager], [truth])
+        limit = multiplier * eager_err + tol / 10
+        out |= {"err": err, "eager_err": eager_err, "limit": limit}
+        by_ref = err / limit if err == err and limit == limit else math.inf
+    out |= {"margin": min(by_tol, by_ref), "by_tol": by_tol <= by_ref}
+    out["ok"] = out["margin"] <= 1
+    return out
 
 
 def first_divergence(eager: torch.Tensor, compiled: torch.Tensor) -> int | None:
@@ -105,36 +118,35 @@ def teacher_forced(
     decoder: Decoder,
     prompt: torch.Tensor,
     pos: list,
-    ref: Reference | None,
+    ref: Reference,
 ) -> tuple[Parity, list[float]]:
     """Both sides (and the reference) step by step on eager's tokens, each with its own cache: each
-    token's logits judged (`judged`); the per-token errors returned are the compiled side's to eager."""
+    token's logits judged (`judged`); the per-token errors returned are the compiled side's to eager.
+    The job's figures are its worst token's, under the rule that judged that token."""
     steps, tol = [], PARITY_TOL[compute_dtype(ctx.wl.model, ctx.cfg.bench.dtype)]
     eager.cache, compiled.cache = decoder.reset(eager.cache), decoder.reset(compiled.cache)
-    ref_cache = ref.decoder.new_cache() if ref else None
+    ref_cache = ref.decoder.new_cache() if ref.decoder else None
     with torch.no_grad():  # weights in bench.dtype (generation.py)
         token = prompt
         for i, p in enumerate(pos):
             e = (eager.prefill if i == 0 else eager.decode)(token, eager.cache, p)
             ctx.mark_cudagraph_step()
             c = (compiled.prefill if i == 0 else compiled.decode)(token, compiled.cache, p)
-            truth = ref.forward(token, ref_cache, p) if ref else None
-            steps.append(judged(c, e, truth, tol, ctx.cfg.bench.parity_multiplier))
+            steps.append(judged(c, e, ref.forward(token, ref_cache, p), tol, ctx.cfg.bench.parity_multiplier))
             token = e.argmax(-1)[:, None]
-    nan_last = lambda x: math.inf if math.isnan(x) else x  # noqa: E731
-    margin = lambda s: nan_last(s["err"]) / max(s["limit"], 1e-30)  # noqa: E731
-    order = sorted(range(len(steps)), key=lambda i: margin(steps[i]), reverse=True)
+    order = sorted(range(len(steps)), key=lambda i: steps[i]["margin"], reverse=True)
     worst, bad = steps[order[0]], [i for i, s in enumerate(steps) if not s["ok"]]
     parity = Parity(
         parity_ok=not bad,
         parity_err=worst["err"],
         parity_limit=worst["limit"],
         parity_tol=tol,
-        parity_rule=RULE,
-        parity_reference=ref.name if ref else "eager",
-        parity_vs_eager=max((s["close"] for s in steps), key=nan_last),
+        parity_rule="within tol of eager" if worst["by_tol"] else f"{ref.name} rule",
+        parity_reference=ref.name,
+        parity_vs_eager=worst["close"],
         parity_eager_err=worst["eager_err"],
         parity_out_err=worst["err"],
+        parity_note=ref.note,
         parity_worst=[
             {"tensor": f"logits of token {i}", "err": steps[i]["err"], "limit": steps[i]["limit"]}
             for i in order[:3]
@@ -142,7 +154,11 @@ def teacher_forced(
     )
     if bad:
         b = steps[bad[0]]
-        against = f"{b['err']:.3g} from the {ref.name} reference > limit {b['limit']:.3g} and " if ref else ""
+        against = (
+            f"{b['err']:.3g} from the {ref.name} reference > limit {b['limit']:.3g} and "
+            if ref.decoder
+            else ""
+        )
         parity.parity_error = (
             f"generated token {bad[0]}: compiled logits {against}{b['close']:.3g} from eager > tolerance "
             f"{tol:g} ({len(bad)} of {len(steps)} tokens), both sides fed eager's tokens"
@@ -151,25 +167,27 @@ def teacher_forced(
 
 
 def check_cache_path(
-    ctx: JobContext, decoder: Decoder, side: Side, prompt: torch.Tensor, pos: list, ref: Reference | None
+    ctx: JobContext, decoder: Decoder, side: Side, prompt: torch.Tensor, pos: list, ref: Reference
 ) -> None:
     """The prefill and one decode step over the side's cache give the last logits a forward of the
     whole sequence without a cache gives (eager, judged by the rule against the reference's forward
     without a cache); else the cache is misused (a transformers version's keywords) and every figure
-    after would be of a wrong model."""
-    if len(pos) < 2:
-        return
+    after would be of a wrong model. The prefill runs whatever the length: it allocates the cache."""
     with torch.no_grad():  # weights in bench.dtype (generation.py)
         side.cache = decoder.reset(side.cache)
         token = decoder.forward(prompt, side.cache, pos[0]).argmax(-1)[:, None]
+        if len(pos) < 2:
+            return
         cached = decoder.forward(token, side.cache, pos[1])
         ids = torch.cat([prompt, token], 1)
         whole = decoder.full(ids)
-        truth = ref.full(ids) if ref else None
+        truth = ref.full(ids)
     tol = PARITY_TOL[compute_dtype(ctx.wl.model, ctx.cfg.bench.dtype)]
     step = judged(cached, whole, truth, tol, ctx.cfg.bench.parity_multiplier)
     if not step["ok"]:
-        against = f"; {step['err']:.3g} from the {ref.name} reference > {step['limit']:.3g}" if ref else ""
+        against = (
+            f"; {step['err']:.3g} from the {ref.name} reference > {step['limit']:.3g}" if ref.decoder else ""
+        )
         raise RuntimeError(
             f"the KV cache path disagrees with a forward without a cache ({type(decoder).__name__}, "
             f"{side.name} side's {decoder.kind} cache): relative error {step['close']:.3g} > {tol:g}{against}"

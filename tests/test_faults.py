@@ -96,6 +96,10 @@ def test_fault_injection_sweep(tmp_path, fast):
     assert all(w["err"] <= w["limit"] for w in wrong["parity_worst"][1:]), "only that one is off"
     for name in FAULTS:  # every failure points at its log, inside the sweep directory
         assert got[name]["log_stderr"].startswith(str(sweep_dir.parent)), got[name]
+    left = list(sweep_dir.glob("jobs/*/inductor-*")) + list(
+        (tmp_path / "sweeps" / "hangs").glob("jobs/*/inductor-*")
+    )
+    assert not left, f"a killed worker's private cache is removed by its supervisor: {left}"
     assert (sweep_dir / "dashboard.html").exists() and (sweep_dir / "results.csv").exists()
     assert (sweep_dir / "results.parquet").exists(), "NaN figures do not stop the parquet table"
     nan = got["NaNWhenCompiled"]
@@ -179,11 +183,30 @@ def test_sigkill_orchestrator_then_resume(tmp_path, fast):
     for r in final.values():
         json.dumps(r)  # every file is whole, valid JSON
     assert not list(sweep_dir.glob("jobs/*/.result.json.*.tmp")), "no half-written files left"
+    assert not list(sweep_dir.glob("jobs/*/inductor-*")), "the killed attempt's private cache is gone"
     submitted = json.loads((sweep_dir / "submitted.json").read_text())
     assert set(submitted["jobs"]) == set(final)
     for job_id in final:  # each job measured once: the one left running was stopped, not duplicated
         runs = (sweep_dir / "jobs" / job_id / "runs.log").read_text().splitlines()
         assert sum(line.startswith("result") for line in runs) == 1, (job_id, runs)
+
+
+def test_private_caches_are_removed_by_process_or_all(tmp_path):
+    import socket
+
+    from orchestrator.core.files import private_cache_prefix, remove_private_caches
+
+    mine, other, elsewhere = (
+        private_cache_prefix(12),
+        private_cache_prefix(123),
+        f"inductor-x{socket.gethostname()}-12-",
+    )
+    for name in (mine + "a", other + "b", elsewhere + "c", "trace"):
+        (tmp_path / name / "triton").mkdir(parents=True)
+    remove_private_caches(tmp_path, 12)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([other + "b", elsewhere + "c", "trace"])
+    remove_private_caches(tmp_path)  # before a job is submitted again: every one, nothing else
+    assert [p.name for p in tmp_path.iterdir()] == ["trace"]
 
 
 def test_half_written_result_is_never_read(tmp_path):

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
+import socket
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,20 @@ JOBS_DIR = "jobs"
 
 def job_dir(sweep_dir: Path | str, job_id: str) -> Path:
     return Path(sweep_dir) / JOBS_DIR / job_id
+
+
+def private_cache_prefix(pid: int) -> str:
+    """The name a job process's private compile caches begin with, in its job's folder (the host
+    too: the ranks of a job on several nodes share the folder, and pids repeat across hosts)."""
+    return f"inductor-{socket.gethostname()}-{pid}-"
+
+
+def remove_private_caches(folder: Path, pid: int | None = None) -> None:
+    """Remove the private compile caches in a job's folder that a process killed before its own
+    clean-up left there (GBs on a GPU): process `pid`'s, or all of them where no attempt of the job
+    runs (before it is submitted again)."""
+    for cache in folder.glob(private_cache_prefix(pid) + "*" if pid is not None else "inductor-*"):
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 def json_safe(value: Any) -> Any:

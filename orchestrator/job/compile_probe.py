@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from orchestrator.config.spec import JobSpec
+from orchestrator.core.files import private_cache_prefix
 from orchestrator.core.numbers import payback_steps, saved_per_step_s
 from orchestrator.job.compile_cost import (
     ARTIFACTS_FILE,
@@ -95,7 +96,7 @@ def compile_probes(spec: JobSpec, device: torch.device, cache: Path, result: Job
     probes = Probes(compile_warm=folded)
     artifacts = spec.job_dir / ARTIFACTS_FILE
     if artifacts.exists():
-        empty = fresh_dir(spec.job_dir, "inductor-portable-")
+        empty = fresh_dir(spec.job_dir, private_cache_prefix(os.getpid()) + "portable-")
         probes.compile_portable = run_probe(spec, "portable", device, empty, artifacts)
         shutil.rmtree(empty, ignore_errors=True)
         artifacts.unlink()

@@ -27,7 +27,7 @@ from submitit.core.utils import UncompletedJobError
 
 from orchestrator.config.spec import JobSpec
 from orchestrator.core.failures import write_rank_error
-from orchestrator.core.files import RESULT_FILE, write_json_atomic
+from orchestrator.core.files import RESULT_FILE, remove_private_caches, write_json_atomic
 from orchestrator.job import fork_server
 from orchestrator.job.fork_server import Forked, die_with_parent
 from orchestrator.job.skeleton import result_skeleton
@@ -138,6 +138,7 @@ def run_child(spec: JobSpec) -> dict | None:
         raise
     finally:  # an exception here (submitit's timeout signal, Ctrl-C) must not leave it running
         stop(child)
+        remove_private_caches(spec.job_dir, child.pid)  # a killed child's own clean-up never ran
     request.unlink(missing_ok=True)
     row = _written_by(result_path, child.pid)  # the result file, read once here
     wrote = row is not None

@@ -22,7 +22,7 @@ import torch.distributed as dist
 
 from orchestrator.config.spec import JobSpec
 from orchestrator.core.failures import RANK_ERROR, classify, first_rank_error, user_frame, write_rank_error
-from orchestrator.core.files import RESULT_FILE, write_json_atomic
+from orchestrator.core.files import RESULT_FILE, private_cache_prefix, write_json_atomic
 from orchestrator.core.user_code import user_code
 from orchestrator.job import fork_server, generation, processes
 from orchestrator.job.compile_probe import compile_probes
@@ -57,7 +57,7 @@ def job_cache(spec: JobSpec) -> Path:
     """The job's compile cache: its own empty one (`private`), or the sweep's `shared` one."""
     cc = spec.cfg.compile
     if cc.cache == "private":
-        return fresh_dir(spec.job_dir, "inductor-")
+        return fresh_dir(spec.job_dir, private_cache_prefix(os.getpid()))
     cache = Path(cc.cache_dir or Path(spec.sweep_dir) / "cache" / "inductor")
     cache.mkdir(parents=True, exist_ok=True)
     return cache

@@ -19,7 +19,7 @@ from rich.text import Text
 from orchestrator.config.schema import Config
 from orchestrator.config.spec import JobSpec
 from orchestrator.core.failures import failure_lines, failure_message
-from orchestrator.core.files import RESULT_FILE, read_result, write_json_atomic
+from orchestrator.core.files import RESULT_FILE, read_result, remove_private_caches, write_json_atomic
 from orchestrator.job.result import COL
 from orchestrator.launch.diagnosis import Attempt, diagnose, failure_result
 from orchestrator.launch.launchers import make_launcher
@@ -56,6 +56,7 @@ class Runner:
         record_submitted(self.sweep_dir, self.launcher.name, jobs, specs, self.launcher.pid_jobs)
 
     def _submit(self, spec: JobSpec, gpus: list[int]) -> Attempt:
+        remove_private_caches(spec.job_dir)  # left by an attempt killed with its supervisor
         params = self.launcher.parameters(spec)
         if gpus:
             params["visible_gpus"] = gpus
@@ -68,6 +69,8 @@ class Runner:
     def submit_array(self, specs: list[JobSpec]) -> list[Attempt]:
         """Slurm: arrays of at most MaxArraySize, array_parallelism held across them (slurm_arrays)."""
         attempts: list[Attempt] = []
+        for spec in specs:  # left by attempts killed with their supervisors
+            remove_private_caches(spec.job_dir)
         arrays = submit_arrays(
             self.executor, self.base.launcher, specs, self.launcher.parameters, self.launcher.task()
         )

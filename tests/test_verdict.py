@@ -512,3 +512,29 @@ def test_kernel_names_are_labelled_by_the_kind_of_work():
     )
     assert kernel_kind("flash_fwd_kernel<Flash_fwd_kernel_traits<64>>") == "attention"
     assert kernel_kind("TorchDynamo Cache Lookup") == "host" and kernel_kind("mystery") == "other"
+
+
+def test_serving_lines_never_read_an_untrusted_batch_as_compile_not_paying():
+    import pandas as pd
+
+    from orchestrator.analysis.answers import ModelVerdict
+    from orchestrator.analysis.serving import batch_lines
+    from orchestrator.job.result import COL
+
+    def sweep(outcomes: dict[int, str]) -> list[str]:
+        df = pd.DataFrame(
+            {COL.job_id: [f"j{b}" for b in outcomes], COL.task: "generate", COL.batch_size: list(outcomes)}
+        )
+        verdicts = [
+            ModelVerdict(
+                job_id=f"j{b}", outcome=o, choice="default" if o == "compile" else "eager", speedup=2.0
+            )
+            for b, o in outcomes.items()
+        ]
+        return batch_lines(df, verdicts, [COL.batch_size])
+
+    untrusted = sweep({1: "compile", 8: "untrusted"})
+    assert "compile pays at every batch measured (batch 8: no trustworthy answer)" in untrusted[0], untrusted
+    assert "  batch 8: no trustworthy answer" in untrusted
+    assert "compile stops paying at batch 64" in sweep({1: "compile", 8: "untrusted", 64: "slower"})[0]
+    assert "no trustworthy answer at any batch" in sweep({1: "untrusted", 8: "untrusted"})[0]

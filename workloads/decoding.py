@@ -149,6 +149,20 @@ def check_causal_lm(name: str, config: Any) -> None:
             f"bench.task=generate needs a causal LM; workload.model={name} is not one (choose a "
             "*ForCausalLM or *LMHeadModel class, e.g. LlamaForCausalLM, GPT2LMHeadModel)"
         )
+    # Encoder families (BERT, RoBERTa, ...) have LM heads too, and are decoders only with is_decoder
+    # set: else every position attends both ways. Decoder-only configs have no such key.
+    if getattr(config, "is_decoder", None) is False:
+        raise ConfigError(
+            f"bench.task=generate runs decoder-only models; workload.model={name} is an encoder here "
+            "(its config's is_decoder is false: attention looks both ways); add "
+            "+workload.config.is_decoder=true to run it as a decoder"
+        )
+
+
+def _positions(config: Any) -> int | None:
+    """The model's positions, or None where it has no limit (XLNet's reads -1)."""
+    value = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+    return value if value and value > 0 else None
 
 
 def check_generate(workload: Any, generate: Any) -> None:
@@ -167,7 +181,7 @@ def check_generate(workload: Any, generate: Any) -> None:
         config = build_config(workload, cls)
         name = cls.__name__
         check_causal_lm(name, config)
-        positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+        positions = _positions(config)
         where = f"{name}'s max_position_embeddings at workload.size={workload.size}"
     if positions and total > positions:
         raise ConfigError(

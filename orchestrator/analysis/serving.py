@@ -34,15 +34,22 @@ def batch_lines(df: pd.DataFrame, verdicts: list[ModelVerdict], models: list[str
             continue
         answers.sort(key=lambda a: a[0])
         said = [f"  batch {batch}: {_answer(v)}" for batch, v in answers]
-        pays = [v.outcome == "compile" for _, v in answers]
-        paying = [str(batch) for (batch, _), p in zip(answers, pays, strict=True) if p]
-        not_paying = [str(batch) for (batch, _), p in zip(answers, pays, strict=True) if not p]
-        if not not_paying or not paying:
+        # an untrusted answer says neither: compile may or may not pay there
+        known = [(str(batch), v.outcome == "compile") for batch, v in answers if v.outcome != "untrusted"]
+        unknown = [str(batch) for batch, v in answers if v.outcome == "untrusted"]
+        pays = [p for _, p in known]
+        paying = [batch for batch, p in known if p]
+        not_paying = [batch for batch, p in known if not p]
+        if not known:
+            end = "no trustworthy answer at any batch measured"
+        elif not not_paying or not paying:
             end = f"compile pays at {'every' if paying else 'no'} batch measured"
         elif pays == sorted(pays, reverse=True):  # paying up to a batch, then not
             end = f"compile stops paying at batch {not_paying[0]}"
         else:
             end = f"compile pays at batch {', '.join(paying)}; not at {', '.join(not_paying)}"
+        if known and unknown:
+            end += f" (batch {', '.join(unknown)}: no trustworthy answer)"
         out += [f"serving {name}: {end}", *said]
     return out
 

@@ -12,10 +12,9 @@ counted as compiled) is caught and kept in the result, never timed silently.
 
 Parameters are cast to `bench.dtype` (bf16/fp16; buffers such as RoPE's frequencies stay fp32) and
 nothing runs under autocast, as servers load an LLM. Under autocast over fp32 weights the sides would
-not move the same bytes: eager casts each weight once per request (autocast's cast cache), while the
-compiled graph casts every weight at every decode step (`_to_copy` kernels in inductor's output
-code), and transformers before 5.2x cannot fill a static cache there (its values take the keys'
-dtype; Llama's keys leave RoPE in fp32: `index_copy_` fails on CUDA, transformers 5.17).
+not move the same bytes (eager casts each weight once per request, inductor's graph at every decode
+step: `_to_copy` kernels), and transformers 5.17 cannot fill a static cache there (values take the
+keys' dtype, and Llama's keys leave RoPE in fp32).
 """
 
 from __future__ import annotations
@@ -158,7 +157,7 @@ def run_generation(ctx: JobContext) -> None:
     if ctx.compiled_mode and r.compile is not None:
         again = compile_cost.recompiles(timed_frames)
         r.compile.step_recompiles, r.compile.step_recompile_reasons = len(again), again[:3]
-    _summarize(ctx, out, runs, first_eager, first_compiled)
+    _summarize(ctx, out, runs, (first_eager, first_compiled))
     out.gen_cache_gib = decoder.bytes(compiled.cache) / 2**30
     if cfg.compile.mode in CUDAGRAPH_MODES and ctx.compiled_mode:
         from orchestrator.job.protocol import check_cudagraphs
@@ -227,24 +226,24 @@ def _timed(
     return runs
 
 
-def _summarize(
-    ctx: JobContext, out: Generation, runs: dict, first_eager: Request, first_compiled: Request
-) -> None:
+def _summarize(ctx: JobContext, out: Generation, runs: dict, firsts: tuple[Request, Request]) -> None:
     """The speed section (per-token decode latency: table, verdict, compare) and the serving figures."""
     b, t = ctx.cfg.bench, ctx.timings
     ctx.result.speed = speed.summarize(ctx)
-    for name, fig, first in (("eager", out.eager, first_eager), ("compiled", out.compiled, first_compiled)):
+    for name, fig, first in zip(("eager", "compiled"), (out.eager, out.compiled), firsts, strict=True):
         pct = percentiles(t[f"{name}_step_ms"], (50, 90))
         fig.decode_p50_ms, fig.decode_p90_ms = pct.get(50), pct.get(90)
         fig.ttft_ms = statistics.median(run.ttft_s * 1000 for run in runs[name])
         fig.e2e_ms = statistics.median(run.e2e_s * 1000 for run in runs[name])
-        fig.first_request_s = first.e2e_s
+        fig.first_request_s, fig.first_ttft_ms = first.e2e_s, first.ttft_s * 1000  # cold
         decoding = [run for run in runs[name] if run.decode_s]  # none where a request is one token
         per_s = [ctx.wl.batch_size * len(run.decode_s) / sum(run.decode_s) for run in decoding]
         fig.decode_tokens_per_s = statistics.median(per_s) if per_s else None
-    ttft = [[run.ttft_s for run in runs[name]] for name in ("eager", "compiled")]
-    out.gen_ttft_speedup, out.gen_ttft_ci_low, out.gen_ttft_ci_high = median_ratio_ci(
-        *ttft, b.bootstrap, b.seed
-    )
-    if out.eager.e2e_ms and out.compiled.e2e_ms:
-        out.gen_e2e_speedup = out.eager.e2e_ms / out.compiled.e2e_ms
+
+    # the requests alternate, so each repetition is a pair
+    pairs = {
+        a: [[getattr(r, a) for r in runs[n]] for n in ("eager", "compiled")] for a in ("ttft_s", "e2e_s")
+    }
+    ci = partial(median_ratio_ci, resamples=b.bootstrap, seed=b.seed)
+    out.gen_ttft_speedup, out.gen_ttft_ci_low, out.gen_ttft_ci_high = ci(*pairs["ttft_s"])
+    out.gen_e2e_speedup, out.gen_e2e_ci_low, out.gen_e2e_ci_high = ci(*pairs["e2e_s"])

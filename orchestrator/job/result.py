@@ -404,6 +404,7 @@ class GenerationSide:
 
     ttft_ms: NUMBER = figure(dashboard=True)  # time to first token: the prefill, and its token
     first_request_s: NUMBER = None  # the side's first request whole (the compiled side's compiles in it)
+    first_ttft_ms: NUMBER = None  # that request's time to first token: cold, the prefill's compile in it
     decode_p50_ms: NUMBER = None  # per decode token, over every token of the timed requests
     decode_p90_ms: NUMBER = None
     decode_tokens_per_s: NUMBER = figure("{side} tok/s", dashboard=True)  # batch x decode tokens / seconds
@@ -420,6 +421,8 @@ class Generation:
     gen_ttft_ci_low: NUMBER = None
     gen_ttft_ci_high: NUMBER = None
     gen_e2e_speedup: NUMBER = None
+    gen_e2e_ci_low: NUMBER = None
+    gen_e2e_ci_high: NUMBER = None
     gen_frames: int | None = None  # frames compiled over the compiled side's first request
     gen_recompiles: int | None = figure("recompiles/req", dashboard=True)  # of those, compiled again
     gen_recompile_reasons: list = field(default_factory=list)

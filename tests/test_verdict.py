@@ -538,3 +538,20 @@ def test_serving_lines_never_read_an_untrusted_batch_as_compile_not_paying():
     assert "  batch 8: no trustworthy answer" in untrusted
     assert "compile stops paying at batch 64" in sweep({1: "compile", 8: "untrusted", 64: "slower"})[0]
     assert "no trustworthy answer at any batch" in sweep({1: "untrusted", 8: "untrusted"})[0]
+
+
+def test_a_follow_up_says_its_payback_and_is_held_to_the_same_checks(template, tmp_path):
+    main_job = gain("default", 0.9, 0.85, 0.95, 5.0)
+    plant(tmp_path, template, [CONTROL, main_job])
+    plan = read_plan(tmp_path)
+    main_id = next(j for j, p in plan.items() if p["axes"]["compile.mode"] == "default")
+    lever = "compile.mode=reduce-overhead"  # planted: its figures, not a real lever's run
+    follow = dict(template, job_id="f" * 12, label="follow", axes={}, workload="gpt", task="train")
+    follow.update(size="gpt2", status="ok", parity_ok=True, eager_ms=50.0, follow_up_of=main_id, lever=lever)
+    follow.update(gain("default", 1.5, 1.45, 1.55, 5.0, compiled_ms=50.0 / 1.5))
+    follow.update(iso_ok=False, iso_note="a foreign process on the GPU")
+    write_json_atomic(tmp_path / "jobs" / follow["job_id"] / RESULT_FILE, follow)
+    (v,) = verdict_of(tmp_path)["models"]
+    why = v["follow_up"]["why"]
+    assert why.startswith(f"with {lever}: 1.5x") and "pays back after" in why, why
+    assert "not trusted: 1 of 1 job(s) not alone when timed (a foreign process on the GPU)" in why, why

@@ -204,7 +204,12 @@ def follow_up_answer(row: pd.Series, vc: VerdictConfig) -> FollowUp:
     f = assess(row, vc)
     gain = f"{f.speedup:.3g}x [{ci_text(*f.ci)}]"
     net = f"saves {duration(f.net_saved_s)}" if (f.net_saved_s or 0) > 0 else "saves nothing"
-    why = f"with {out.lever}: {gain}; {net} over {f.run} net of {duration(f.compile_s)} compile"
+    payback = f", pays back after {_sig(f.payback_steps)} steps" if f.payback_steps else ""
+    why = f"with {out.lever}: {gain}; {net} over {f.run} net of {duration(f.compile_s)} compile{payback}"
+    # the main answer's checks that read one job: alone when timed, a CI narrow enough
+    doubts = [reason for _, reason in distrust(pd.DataFrame([row]), row, vc)]
+    if doubts:
+        why += f"; not trusted: {'; '.join(doubts)}"
     return dataclasses.replace(
         out, speedup=f.speedup, ci=f.ci, net_saved_s=f.net_saved_s, payback_steps=f.payback_steps, why=why
     )

@@ -91,7 +91,15 @@ def gather(args: list[str]) -> int:
         if status_ is None:
             continue  # still queued or running, or a launcher that keeps no state (local: UNKNOWN)
         config = OmegaConf.to_container(OmegaConf.load(job_dir / "config.yaml"))
-        spec = JobSpec(job_id, plan.get(job_id, {}).get("axes", {}), config, str(sweep_dir))  # type: ignore[arg-type]
+        planned = plan.get(job_id, {})  # a follow-up stays one (its row is kept out of the suite)
+        spec = JobSpec(
+            job_id,
+            planned.get("axes", {}),
+            config,  # type: ignore[arg-type]
+            str(sweep_dir),
+            follow_up_of=planned.get("follow_up_of"),
+            lever=planned.get("lever"),
+        )
         error = f"{launcher.name} state {state}"
         write_json_atomic(job_dir / RESULT_FILE, failure_result(spec, None, status_, error))
     return finish(sweep_dir, base, make_console(), plan)

@@ -113,14 +113,15 @@ def test_detached_submit_then_status_then_gather(cluster, tmp_path, fast):
             "workload=block",
             "bench.task=infer",
             "compile.mode=eager,default",
-            *fast,
-            "sweep.detach=true",
+            *[a for a in fast if not a.startswith("verdict.follow_up=")],
+            "sweep.detach=true",  # follow-ups on (the default): a detached submit says it runs none
         ],
         cwd=tmp_path,
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert "submitted 2 job(s); later: python -m orchestrator status" in proc.stdout
+    assert "follow-ups are not run by a detached submit" in proc.stdout, proc.stdout
     sweep_dir = tmp_path / "sweeps" / "default"
     status = run_cli(["status", str(sweep_dir)], cwd=tmp_path, timeout=60)
     assert status.returncode == 0 and status.stdout.count("compile.mode=") == 2

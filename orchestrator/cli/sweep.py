@@ -41,6 +41,7 @@ from orchestrator.results.text import print_table
 from orchestrator.results.time_spent import time_line
 
 LOCK_FILE = "orchestrator.lock"
+ATTACHED = "the same command with sweep.detach=false runs them (finished jobs are skipped)"
 
 
 def take_lock(sweep_dir: Path) -> TextIO:
@@ -176,6 +177,8 @@ def _run(plan: Plan, console: Console, started: float) -> int:
     if base.sweep.detach:
         runner.submit_array(todo)
         console.print(f"submitted {len(todo)} job(s); later: python -m orchestrator status {plan.sweep_dir}")
+        if base.verdict.follow_up:  # they need the verdict, which needs the results
+            console.print(f"follow-ups are not run by a detached submit: after its jobs, {ATTACHED}")
         return 0
     with forks_for_the_jobs(base, todo):
         runner.run(todo)

@@ -22,6 +22,7 @@ FAST = [
     "logger=none",
     "compile.probes=false",
     "verdict.follow_up=false",  # a follow-up job per sweep would grow the suite (one test runs them)
+    "verdict.profile=false",  # the profile pass of every compiled job, as above (one test runs it)
 ]
 
 

@@ -400,14 +400,15 @@ def test_a_follow_up_job_measures_the_lever_and_the_verdict_gives_both_answers(f
 
 
 def test_one_sweep_three_user_models_each_with_its_own_cause(tmp_path, compile_cache):
-    """One shared sweep, real inductor on the CPU, the profile pass on: a model whose graph break
-    leaves most of it eager, one that recompiles at every call (a Python counter its forward
-    changes) and a one-matmul model each get their own measured cause, in verdict.json and printed
-    (the tiny model's cause as its answer with a lever: the follow-up test below)."""
+    """One shared sweep, real inductor on the CPU, the verdict's profile pass at its default (on): a
+    model whose graph break leaves most of it eager, one that recompiles at every call (a Python
+    counter its forward changes) and a one-matmul model each get their own measured cause, in
+    verdict.json and printed (the tiny model's cause as its answer with a lever: the follow-up test
+    below)."""
     models = "user_models:MostlyEager,user_models:CountsItsCalls,user_models:OneLinear"
     args = [
         "workload=module", f"workload.path={TESTS}", f"workload.target={models}", "workload.inputs=[[8,32]]",
-        "bench.task=infer", "compile.mode=default", "bench.profile=true", *FAST,
+        "bench.task=infer", "compile.mode=default", *[a for a in FAST if a != "verdict.profile=false"],
         "compile.cache=shared", f"compile.cache_dir={compile_cache}",
     ]  # fmt: skip
     proc = run_cli(args, cwd=tmp_path, timeout=900)
@@ -451,6 +452,10 @@ def test_one_sweep_three_user_models_each_with_its_own_cause(tmp_path, compile_c
     assert all(c["ms_per_step"] is not None for c in v["causes"]), v["causes"]
     sentence = (v["cause"] or "").removeprefix("why: ").removeprefix("why faster: ")
     assert not sentence or sentence in [c["text"] for c in v["causes"]], v["cause"]
+    if v["speedup"] < 1.1 or v["ci"][0] <= 1:  # compile does not pay: the answer says why
+        first_cause("OneLinear")
+    assert tiny["compiled_kernels_per_step"] > 0 and tiny.get("compiled_profile_trace") is None, "no trace"
+    assert not list((sweep / "jobs" / v["job_id"]).glob("profile_*.json")), "the verdict's pass keeps none"
 
 
 def test_where_the_step_time_moved_is_a_cause_with_a_lever_only_where_it_acts(template, tmp_path):

@@ -435,6 +435,11 @@ class VerdictConfig:
     """After the sweep, one follow-up job per model for its largest measured cause with a remedy (the
     lever applied to the named setting), so that the verdict gives both answers; false: none."""
 
+    profile: bool = True
+    """The untimed profile pass in every compiled one-process job (not generate) for the verdict's causes:
+    GPU busy, kernels, where the time went; about 1 s a job on an H200. Not in the job's id; no trace
+    and no roofline bytes (bench.profile=true adds them)."""
+
     def __post_init__(self) -> None:
         check_min("verdict.steps", self.steps, 1)
         check_min("verdict.serve_s", self.serve_s, 0, strict=True)

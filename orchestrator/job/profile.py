@@ -4,10 +4,12 @@ phase, and a roofline point per side.
 Per side: kernels per step (CUDA kernels; on a CPU, aten ops: inductor's C++ kernels run inside the
 compiled region's op, which is what the CPU list shows), GPU busy fraction (the union of kernel
 intervals over the profiled wall time), the top kernels by time, and the trace kept in the job's
-directory. Roofline: FLOPs of a step (flops_per_step) and bytes it moves at kernel boundaries, over
-the timed step time, against the device's peaks. Eager's bytes are counted op by op (each aten op
-reads its inputs and writes its outputs); compiled's are inductor's own count over its scheduled
-kernels (`GraphLowering.count_bytes`, forward and backward graphs), recorded while the job compiled.
+directory. `verdict.profile` (on by default, compiled jobs) runs the same pass for the verdict's
+causes without the trace and the roofline's byte counts (about 1 s a job on an H200).
+Roofline: FLOPs of a step (flops_per_step) and bytes it moves at kernel boundaries, over the timed
+step time, against the device's peaks. Eager's bytes are counted op by op (each aten op reads its
+inputs and writes its outputs); compiled's are inductor's own count over its scheduled kernels
+(`GraphLowering.count_bytes`, forward and backward graphs), recorded while the job compiled.
 """
 
 from __future__ import annotations
@@ -106,7 +108,7 @@ def kernel_kind(name: str) -> str:
     return next((kind for kind, marks in KINDS if any(m in low for m in marks)), "other")
 
 
-def _profile_side(ctx: JobContext, side: Side, name: str, steps: int) -> SideProfile:
+def _profile_side(ctx: JobContext, side: Side, name: str, steps: int, keep_trace: bool) -> SideProfile:
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
@@ -119,9 +121,9 @@ def _profile_side(ctx: JobContext, side: Side, name: str, steps: int) -> SidePro
             ctx.step(side)
         synchronize(ctx.device)
         wall_us = (time.perf_counter() - t0) * 1e6
-    assert ctx.job_dir is not None, "the trace is kept in the job's directory"
-    trace = ctx.job_dir / f"profile_{name}.json"
-    prof.export_chrome_trace(str(trace))
+    trace = ctx.job_dir / f"profile_{name}.json" if keep_trace and ctx.job_dir is not None else None
+    if trace is not None:
+        prof.export_chrome_trace(str(trace))
     if cuda:
         events = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
         spans = sorted((e.time_range.start, e.time_range.end) for e in events)
@@ -156,15 +158,15 @@ def _profile_side(ctx: JobContext, side: Side, name: str, steps: int) -> SidePro
         top_kernels=[
             {"name": k[:160], "ms_per_step": us / steps / 1000, "share": us / total} for k, us in top
         ],
-        profile_trace=str(trace),
+        profile_trace=str(trace) if trace is not None else None,
         time_split=dict(sorted(split.items(), key=lambda kv: -kv[1])),
     )
 
 
 def profile_sides(
-    ctx: JobContext, eager: Side, compiled: Side, compiled_bytes_per_step: int | None
+    ctx: JobContext, eager: Side, compiled: Side, compiled_bytes_per_step: int | None, full: bool = True
 ) -> Profile:
-    """The profile pass and the roofline points."""
+    """The profile pass, and with `full` (`bench.profile`) the traces and the roofline's byte counts."""
     cuda = ctx.device.type == "cuda"
     steps = min(max(2, ctx.cfg.bench.steps_per_repeat), MAX_STEPS)
     out = Profile(
@@ -174,12 +176,14 @@ def profile_sides(
         profile_steps=steps,
         peak_bytes_per_s=peak_bandwidth(ctx.device, ctx.peaks)[0],
         peak_flops_per_s=peak_flops(ctx.device, ctx.cfg.bench.dtype, ctx.peaks)[0],
-        eager=_profile_side(ctx, eager, "eager", steps),
-        compiled=_profile_side(ctx, compiled, "compiled", steps),
+        eager=_profile_side(ctx, eager, "eager", steps, full),
+        compiled=_profile_side(ctx, compiled, "compiled", steps, full),
     )
     flops = ctx.result.model.flops_per_step if ctx.result.model else None
-    moved = {"eager": eager_bytes(ctx, eager), "compiled": compiled_bytes_per_step}
-    if not ctx.compiled_mode:  # the eager control: both sides are the eager model
+    moved = {"eager": eager_bytes(ctx, eager) if full else None, "compiled": compiled_bytes_per_step}
+    if not full:
+        out.roofline_note = "no byte counts: the verdict's profile pass (bench.profile=true counts them)"
+    elif not ctx.compiled_mode:  # the eager control: both sides are the eager model
         moved["compiled"] = moved["eager"]
     elif ctx.cfg.compile.scope != "model":  # one block graph serves every block; the rest is eager
         moved["compiled"] = None

@@ -143,10 +143,11 @@ def _both_sides(ctx: JobContext, rule: SidesRule) -> None:
     if ctx.compiled_mode and r.compile is not None and aoti_cost is None:
         again = compile_cost.recompiles(timed_frames)
         r.compile.step_recompiles, r.compile.step_recompile_reasons = len(again), again[:3]
-    if cfg.bench.profile:  # untimed, after the timed phase (job/profile.py); a failure is a note
+    # untimed, after the timed phase (job/profile.py); a failure is a note
+    if cfg.bench.profile or (cfg.verdict.profile and ctx.compiled_mode and ctx.world == 1):
         try:
             with clock.phase("profile"):
-                r.profile = profile.profile_sides(ctx, eager, compiled, compiled_bytes)
+                r.profile = profile.profile_sides(ctx, eager, compiled, compiled_bytes, cfg.bench.profile)
         except Exception as e:  # noqa: BLE001 (an auxiliary figure never sinks the job)
             r.profile = Profile(profile_note=f"profile failed: {type(e).__name__}: {first_line(e)}")
     if cfg.compile.mode in CUDAGRAPH_MODES:

@@ -68,8 +68,12 @@ def test_two_jobs_per_label_plot_their_own_values(initargs_sweep, tmp_path):
     verdict = json.loads((initargs_sweep / "verdict.json").read_text())
     answers = re.findall(r"<li\b[^>]*>(.*?)</li>", dom.split('id="answers"')[1].split("</ol>")[0], re.S)
     assert len(answers) == 2 and [v["model"] for v in verdict["models"]] == ["hidden=64", "hidden=32"]
-    for text, v in zip(answers, verdict["models"], strict=True):
-        assert html.unescape(re.sub("<[^>]+>", "", text)).startswith(f"{v['model']}: ")
+    vheaders, vrows, _ = grid_rows(dom, "verdict")
+    for text, v, vrow in zip(answers, verdict["models"], vrows, strict=True):
+        said = html.unescape(re.sub("<[^>]+>", "", text.replace("<br>", " ")))
+        assert said.startswith(f"{v['model']}: ") and (not v["cause"] or v["cause"] in said), (said, v)
+        assert vrow[vheaders.index("numerics")] == v["numerics"] and "matmul" in v["numerics"], vrow
+    assert {"cause", "with the lever"} <= set(vheaders), vheaders
     assert 'id="best"' not in dom, "no second answer beside the verdict"
     order = [dom.index(f'id="{key}"') for key in ("answers", "verdict", "chart-speedup", "results")]
     assert order == sorted(order), "the answers, the verdict, the charts, every job"
@@ -193,3 +197,18 @@ def test_thousands_of_rows_aggregate_page_and_stay_bounded(initargs_sweep, tmp_p
     assert screenshot(page.as_uri(), shot, tmp_path / "p2", 1280, 2400) == (1280, 2400)
     (initargs_sweep.parent.parent / "shots").mkdir(exist_ok=True)
     shutil.copy(shot, initargs_sweep.parent.parent / "shots" / "thousands.png")
+
+
+def test_the_serving_lines_have_a_section_of_their_own():
+    from orchestrator.analysis.answers import Verdict
+    from orchestrator.report.verdict_section import sections
+
+    lines = ["serving hf Llama: compile stops paying at batch 64", "  batch 1: use reduce-overhead 2.1x"]
+    titles = {title: body for title, body, _ in sections(Verdict(10_000, None, "cold", "", [], None, lines))}
+    assert (
+        "compile stops paying at batch 64\n  batch 1: use reduce-overhead"
+        in titles["Serving, as the batch grows"]
+    )
+    assert "Serving, as the batch grows" not in {
+        t for t, _, _ in sections(Verdict(10_000, None, "cold", "", []))
+    }

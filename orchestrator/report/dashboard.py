@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from orchestrator.analysis.answers import Upgrade, Verdict
+from orchestrator.analysis.follow_up import main_rows
 from orchestrator.job.result import COL
 from orchestrator.report import (
     answer_chart,
@@ -71,8 +72,9 @@ def _coarse(df: pd.DataFrame, swept: list[str]) -> list[str]:
 def charts(df: pd.DataFrame, swept: list[str]) -> list[figures.Chart]:
     ok = df[df[COL.status] == "ok"]
     axes_title = " · ".join(swept) or "job"
+    main = main_rows(ok)  # follow-ups are the verdict's, beside it: not a setting of the sweep
     return [
-        figures.speedup_chart(ok, [c for c in swept if c != COL.mode], _coarse(ok, swept)),
+        figures.speedup_chart(main, [c for c in swept if c != COL.mode], _coarse(main, swept)),
         figures.compile_chart(ok),
         compile_charts.phase_chart(ok),
         compile_charts.cache_kinds_chart(ok),
@@ -122,7 +124,7 @@ def write_dashboard(
     sections = [verdict_section.answers(verdict)]
     sections += [_section(*s) for s in verdict_section.sections(verdict)]
     sections += [_section(*s) for s in upgrade_section.sections(upgrade)]
-    aggs = aggregates(in_mode_order(df), swept)
+    aggs = aggregates(in_mode_order(main_rows(df)), swept)
     if aggs:
         tables = "".join(f"<div>{html_table(t, list(t.columns), f'by-{c}')}</div>" for c, t in aggs)
         sections.append(

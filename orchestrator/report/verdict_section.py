@@ -22,6 +22,9 @@ VERDICT_COLUMNS = [
     "compile s",
     "pays back after",
     "why",
+    "cause",
+    "with the lever",
+    "numerics",
 ]
 
 
@@ -48,6 +51,9 @@ def verdict_table(verdict: Verdict) -> pd.DataFrame:
                 "compile s": v.compile_s,
                 "pays back after": v.payback_steps,
                 "why": v.why,
+                "cause": (v.cause or "-").removeprefix("why: "),
+                "with the lever": v.follow_up.why if v.follow_up else "-",
+                "numerics": v.numerics or "-",
                 "risks": "; ".join(v.risks) or "none seen",
                 "failed": ", ".join(v.failed) or "-",
             }
@@ -61,12 +67,20 @@ def answers(verdict: Verdict) -> str:
     models = verdict.models
     items = "".join(
         f"<li class='{html.escape(v.outcome)}'><b>{html.escape(str(v.model))}</b>: "
-        f"{html.escape(answer_words(v))}. {html.escape(v.why)}</li>"
+        f"{html.escape(answer_words(v))}. {html.escape(v.why)}"
+        + "".join(f"<br>{html.escape(more)}" for more in _beside(v))
+        + "</li>"
         for v in models[:MAX_ANSWERS]
     )
     more = len(models) - MAX_ANSWERS
     rest = f"<p class='note'>... and {more} more models: the verdict table below has every one.</p>"
     return f"<ol id='answers'>{items}</ol>" + (rest if more > 0 else "")
+
+
+def _beside(v: ModelVerdict) -> list[str]:
+    """What the printed verdict says under an answer: its cause, and the answer with the lever."""
+    follow = f"follow-up {v.follow_up.why}" if v.follow_up else None
+    return [line for line in (v.cause, follow) if line]
 
 
 def sections(verdict: Verdict) -> list[tuple[str, str, str]]:
@@ -88,6 +102,10 @@ def sections(verdict: Verdict) -> list[tuple[str, str, str]]:
             + shared,
         )
     ]
+    if verdict.serving:  # generation over several batches: where compile stops paying
+        lines = html.escape("\n".join(verdict.serving))
+        note = "Each batch's answer, from the verdict above; nothing is extrapolated between batches."
+        out.append(("Serving, as the batch grows", f"<pre class='serving'>{lines}</pre>", note))
     suite = verdict.suite
     if suite:
         flags = pd.DataFrame(

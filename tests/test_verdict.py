@@ -560,3 +560,24 @@ def test_a_follow_up_says_its_payback_and_is_held_to_the_same_checks(template, t
     why = v["follow_up"]["why"]
     assert why.startswith(f"with {lever}: 1.5x") and "pays back after" in why, why
     assert "not trusted: 1 of 1 job(s) not alone when timed (a foreign process on the GPU)" in why, why
+
+
+def test_generation_served_in_requests_is_judged_on_whole_requests(template, tmp_path):
+    """A request's prefill counts: `verdict.requests` (or serve_s) judge generate on a whole request's
+    speedup and CI, not on the per-token headline; a result without a request CI keeps decode steps."""
+    served = dict(task="generate", eager_ms=12.0, eager_e2e_ms=2000.0, gen_e2e_speedup=2.0)
+    plant(
+        tmp_path,
+        template,
+        [gain("default", 3.0, 2.9, 3.1, 30.0, **served, gen_e2e_ci_low=1.9, gen_e2e_ci_high=2.1)],
+    )
+    (v,) = verdict_of(tmp_path, requests=1000)["models"]
+    assert (v["steps"], v["unit"], v["run"]) == (1000, "requests", "1,000 requests"), v
+    assert v["speedup"] == 2.0 and v["ci"] == [1.9, 2.1], "the request's speedup, not the token's 3x"
+    assert v["net_saved_s"] == pytest.approx(1000 * 2.0 * (1 - 1 / 2.0) - 30.0)
+    assert v["why"].endswith("requests)") and "pays back after 30.0 requests" in v["why"], v["why"]
+    (v,) = verdict_of(tmp_path, serve_s=3600.0)["models"]
+    assert v["steps"] == pytest.approx(1800) and v["run"] == "1.00 h of serving (1800 requests)"
+    plant(tmp_path, template, [gain("default", 3.0, 2.9, 3.1, 30.0, **served)])  # an older result
+    (v,) = verdict_of(tmp_path, requests=1000)["models"]
+    assert v["unit"] == "steps" and v["speedup"] == 3.0 and v["steps"] == 10_000, v

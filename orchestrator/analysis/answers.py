@@ -63,6 +63,7 @@ class ModelVerdict:
     ci: list[NUMBER] = field(default_factory=lambda: [None, None])  # the speedup's 95% CI
     measurable: bool | None = None  # the CI lies above 1
     steps: NUMBER = None  # steps (or calls) of the declared run
+    unit: str = "steps"  # what `steps` and `payback_steps` count: steps, or generate's requests
     run: str | None = None  # the run in words
     compile_s: NUMBER = None  # compile seconds the run pays
     compile_kind: str | None = None  # cold, warm, or what stood in for it
@@ -136,6 +137,7 @@ class Verdict:
     models: list[ModelVerdict] = field(default_factory=list)  # one answer per model
     suite: Suite | None = None  # several models only
     serving: list[str] = field(default_factory=list)  # generation: each batch's answer, per model
+    requests: int | None = None  # generate: the run in requests instead (verdict.requests)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -1,5 +1,6 @@
-"""Where compile stops paying as the batch grows: for generation sweeps over `workload.batch_size`,
-a line per model (the other axes fixed), then each batch's answer, from the verdict's own answers.
+"""Generation's verdict for serving: a run counted in requests (`request_run`), and where compile
+stops paying as the batch grows: for generation sweeps over `workload.batch_size`, a line per model
+(the other axes fixed), then each batch's answer, from the verdict's own answers.
 
 The answer at a batch is the model's verdict there (mode and KV cache named, net of compile over the
 declared run); nothing is extrapolated between measured batches.
@@ -10,8 +11,34 @@ from __future__ import annotations
 import pandas as pd
 
 from orchestrator.analysis.answers import ModelVerdict
+from orchestrator.config.schema import VerdictConfig
+from orchestrator.core.numbers import number
 from orchestrator.job.result import COL
-from orchestrator.results.present import join_values
+from orchestrator.results.present import duration, join_values
+from orchestrator.results.present import sig as _sig
+
+PerRequest = tuple[float, float | None, float | None, float | None]  # eager ms, speedup, CI low, high
+
+
+def request_run(row: pd.Series, vc: VerdictConfig) -> tuple[float, str, PerRequest] | None:
+    """`generate` with the run in requests (`verdict.requests`, or the requests eager serves in
+    `verdict.serve_s`): how many, in words, and the figures of a whole request (eager's, the speedup
+    and its CI: the prefill and every decode token). None for other jobs and for results from before
+    a request's speedup had a CI (their run is in decode steps)."""
+    if row.get(COL.task) != "generate" or (vc.requests is None and vc.serve_s is None):
+        return None
+    eager_ms = number(row.get(COL.eager_e2e_ms))
+    keys = (COL.gen_e2e_speedup, COL.gen_e2e_ci_low, COL.gen_e2e_ci_high)
+    speedup, low, high = (number(row.get(k)) for k in keys)
+    if not eager_ms or speedup is None or low is None or high is None:
+        return None
+    if vc.requests is not None:
+        n, words = float(vc.requests), f"{vc.requests:,} requests"
+    else:
+        assert vc.serve_s is not None
+        n = vc.serve_s / (eager_ms / 1000)  # one request after the other, at full load
+        words = f"{duration(vc.serve_s)} of serving ({_sig(n)} requests)"
+    return n, words, (eager_ms, speedup, low, high)
 
 
 def batch_lines(df: pd.DataFrame, verdicts: list[ModelVerdict], models: list[str]) -> list[str]:

@@ -1,8 +1,9 @@
 """The verdict: per model, the compile setting (or eager) that saves the most time over the run the
-user declares (`verdict.steps`, or `verdict.serve_s` of serving), net of its compile cost (cold or
-warm), among the settings that passed; 'no measurable gain' when the speedup's CI includes 1; and
-the risks of the setting it names. Written to `verdict.json`, printed, and shown on the dashboard.
-One job, the verdict; a little over 250 lines because its lines of text are built here too.
+user declares (`verdict.steps`, `verdict.serve_s` of serving, or generate's `verdict.requests`), net
+of its compile cost (cold or warm), among the settings that passed; 'no measurable gain' when the
+speedup's CI includes 1; and the risks of the setting it names. Written to `verdict.json`, printed,
+and shown on the dashboard. One job, the verdict; a little over 250 lines because its lines of text
+are built here too.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pandas as pd
 from orchestrator.analysis.answers import FollowUp, ModelVerdict, Verdict
 from orchestrator.analysis.causes import cause_line, causes, cudagraph_skips_text, top_break_reason
 from orchestrator.analysis.follow_up import main_rows
-from orchestrator.analysis.serving import batch_lines
+from orchestrator.analysis.serving import batch_lines, request_run
 from orchestrator.analysis.suite import MEMORY_RATIO, passed_job, setting_text, suite_lines, suite_summary
 from orchestrator.analysis.trust import distrust, remedy
 from orchestrator.config.schema import VerdictConfig
@@ -65,10 +66,13 @@ def compile_cost(row: pd.Series, cache: str) -> tuple[float, str]:
 
 def assess(row: pd.Series, vc: VerdictConfig) -> ModelVerdict:
     """A passed compiled job's figures for the run: net seconds saved (point and CI), payback steps."""
-    steps, run = run_length(row, vc)
+    requests = request_run(row, vc)  # generate: whole requests, the prefill's gain or loss in them
+    steps, run = requests[:2] if requests else run_length(row, vc)
     cost, cost_kind = compile_cost(row, vc.cache)
     eager_ms = row.get(COL.eager_ms)
     speedup, low, high = (number(row.get(k)) for k in (COL.speedup, COL.speedup_ci_low, COL.speedup_ci_high))
+    if requests:
+        eager_ms, speedup, low, high = requests[2]
 
     def net(s: float | None) -> float | None:  # seconds saved over the run at speedup s, net of the cost
         saved = saved_per_step_s(eager_ms, s)
@@ -90,6 +94,7 @@ def assess(row: pd.Series, vc: VerdictConfig) -> ModelVerdict:
         net_saved_s=net(speedup),
         net_saved_ci_s=[net(low), net(high)],
         payback_steps=payback_steps(cost, per_step),
+        unit="requests" if requests else "steps",
     )
 
 
@@ -166,11 +171,11 @@ def decide(part: pd.DataFrame, settings: list[str], vc: VerdictConfig) -> ModelV
         choice, outcome = setting, "compile"
         why = (
             f"saves {duration(f.net_saved_s)} over {f.run} net of {duration(f.compile_s)} "
-            f"{f.compile_kind} compile ({gain}; pays back after {_sig(f.payback_steps)} steps)"
+            f"{f.compile_kind} compile ({gain}; pays back after {_sig(f.payback_steps)} {f.unit})"
         )
     elif gains:
         choice, outcome = "eager", "eager_cost"
-        payback = f"pays back only after {_sig(f.payback_steps)} steps" if f.payback_steps else ""
+        payback = f"pays back only after {_sig(f.payback_steps)} {f.unit}" if f.payback_steps else ""
         why = (
             f"compile cost never paid back over {f.run}: {setting} is {gain} but its "
             f"{duration(f.compile_s)} {f.compile_kind} compile {payback}"
@@ -204,7 +209,7 @@ def follow_up_answer(row: pd.Series, vc: VerdictConfig) -> FollowUp:
     f = assess(row, vc)
     gain = f"{f.speedup:.3g}x [{ci_text(*f.ci)}]"
     net = f"saves {duration(f.net_saved_s)}" if (f.net_saved_s or 0) > 0 else "saves nothing"
-    payback = f", pays back after {_sig(f.payback_steps)} steps" if f.payback_steps else ""
+    payback = f", pays back after {_sig(f.payback_steps)} {f.unit}" if f.payback_steps else ""
     why = f"with {out.lever}: {gain}; {net} over {f.run} net of {duration(f.compile_s)} compile{payback}"
     # the main answer's checks that read one job: alone when timed, a CI narrow enough
     doubts = [reason for _, reason in distrust(pd.DataFrame([row]), row, vc)]
@@ -241,14 +246,15 @@ def compute(df: pd.DataFrame, plan: dict[str, Any], vc: VerdictConfig) -> Verdic
             v.follow_up = dataclasses.replace(answer, cause=kinds[0] if kinds else "")
     suite = suite_summary(df.assign(_model=names), settings) if len(verdicts) > 1 else None
     serving = batch_lines(df, verdicts, models)
-    return Verdict(vc.steps, vc.serve_s, str(vc.cache), shared, verdicts, suite, serving)
+    return Verdict(vc.steps, vc.serve_s, str(vc.cache), shared, verdicts, suite, serving, vc.requests)
 
 
 def lines(verdict: Verdict) -> list[str]:
     """One line per model (a second with its risks and failures, if any), then the suite's; each cut to
     PLAIN_WIDTH."""
     serving = f"{duration(verdict.serve_s)} of serving (infer, generate) or " if verdict.serve_s else ""
-    head = f"verdict for {serving}{verdict.steps:,} steps, {verdict.cache} compile"
+    requests = f"{verdict.requests:,} requests (generate) or " if verdict.requests else ""
+    head = f"verdict for {serving}{requests}{verdict.steps:,} steps, {verdict.cache} compile"
     numerics = {v.numerics for v in verdict.models if v.numerics}
     head += f"; numerics: {numerics.pop()}" if len(numerics) == 1 else ""  # else per model, below
     out = [head + (f"; every model: {verdict.shared}" if verdict.shared else "")]

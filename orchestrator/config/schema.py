@@ -424,7 +424,11 @@ class VerdictConfig:
     steps: int = 10_000
     """Steps (train), calls (infer) or decode steps (generate) of the run that would pay the compile back."""
     serve_s: float | None = None
-    """`infer` and `generate`: seconds of serving at full load instead (what eager serves in that time)."""
+    """`infer` and `generate`: seconds of serving at full load instead (what eager serves in that time:
+    calls, or generate's whole requests)."""
+    requests: int | None = None
+    """`generate`: the run is this many requests (a prefill and every decode token each), judged on a
+    whole request's speedup and its CI instead of the per-token headline."""
     cache: VerdictCache = VerdictCache["cold"]
     """Compile cost the run pays: `cold` (an empty cache) or `warm` (a restart on a filled cache)."""
     max_ci_width: float = 0.25
@@ -443,6 +447,7 @@ class VerdictConfig:
     def __post_init__(self) -> None:
         check_min("verdict.steps", self.steps, 1)
         check_min("verdict.serve_s", self.serve_s, 0, strict=True)
+        check_min("verdict.requests", self.requests, 1)
         check_min("verdict.max_ci_width", self.max_ci_width, 0, strict=True)
         check_min("verdict.control_tolerance", self.control_tolerance, 0)
 

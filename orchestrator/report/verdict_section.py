@@ -85,8 +85,9 @@ def _beside(v: ModelVerdict) -> list[str]:
 
 def sections(verdict: Verdict) -> list[tuple[str, str, str]]:
     """(title, body, note) of the verdict table and the suite summary."""
-    serving = f"{duration(verdict.serve_s)} of serving (infer) or " if verdict.serve_s else ""
-    run = f"{serving}{verdict.steps:,} steps, {verdict.cache} compile"
+    serving = f"{duration(verdict.serve_s)} of serving (infer, generate) or " if verdict.serve_s else ""
+    requests = f"{verdict.requests:,} requests (generate) or " if verdict.requests else ""
+    run = f"{serving}{requests}{verdict.steps:,} steps, {verdict.cache} compile"
     shared = f" Every model: {verdict.shared}." if verdict.shared else ""
     table = verdict_table(verdict)
     cols = [(c, c, True) for c in VERDICT_COLUMNS] + [("risks", "risks", True), ("failed", "failed", False)]

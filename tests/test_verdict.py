@@ -490,6 +490,7 @@ def test_where_the_step_time_moved_is_a_cause_with_a_lever_only_where_it_acts(te
     math = dict(
         split, eager_time_split={**split["eager_time_split"], "attention": 0.5}, num_sdp_reduced_math=False
     )
+    math |= dict(eager_attention_backend="flash", compiled_attention_backend="none fused")
     plant(
         tmp_path / "math",
         template,
@@ -497,10 +498,20 @@ def test_where_the_step_time_moved_is_a_cause_with_a_lever_only_where_it_acts(te
     )
     (m,) = verdict_of(tmp_path / "math")["models"]
     assert m["causes"][0]["lever"] == "bench.sdp_reduced_math=true", m["causes"][0]
-    assert "no fused attention kernel ran compiled (eager's took 0.5 ms)" in m["causes"][0]["text"]
+    assert "no fused attention kernel ran compiled (eager's flash took 0.5 ms)" in m["causes"][0]["text"]
     plan = read_plan(tmp_path / "cpu")
     df = gather(tmp_path / "cpu", plan)
     assert follow_up_specs(compute(df, plan, VerdictConfig()), df, str(tmp_path / "cpu")) == []
+    # Both sides fused their attention, with other kernels: the cause names which each side ran.
+    other = dict(eager_time_split={"attention": 1.0}, compiled_time_split={"attention": 5.0})
+    other |= dict(eager_attention_backend="flash", compiled_attention_backend="efficient")
+    plant(
+        tmp_path / "other",
+        template,
+        [CONTROL, gain("default", 0.8, 0.75, 0.85, 10.0, env_cuda="13.0", **other)],
+    )
+    (o,) = verdict_of(tmp_path / "other")["models"]
+    assert o["causes"][0]["text"].endswith("ms eager (flash eager, efficient compiled)"), o["causes"]
 
 
 def test_kernel_names_are_labelled_by_the_kind_of_work():
@@ -517,6 +528,15 @@ def test_kernel_names_are_labelled_by_the_kind_of_work():
     )
     assert kernel_kind("flash_fwd_kernel<Flash_fwd_kernel_traits<64>>") == "attention"
     assert kernel_kind("TorchDynamo Cache Lookup") == "host" and kernel_kind("mystery") == "other"
+    # Which attention each side ran, by its kernels' (a CPU's: aten ops') names.
+    from orchestrator.job.profile import attention_backend
+
+    assert attention_backend(["pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64>>"]) == "flash"
+    assert attention_backend(["fmha_cutlassF_bf16_aligned_64x64_rf_sm80", "ampere_gemm"]) == "efficient"
+    assert attention_backend(["aten::_scaled_dot_product_cudnn_attention"]) == "cudnn"
+    assert attention_backend(["aten::_scaled_dot_product_flash_attention_for_cpu"]) == "flash"
+    assert attention_backend(["aten::_scaled_dot_product_attention_math", "aten::bmm"]) == "math"
+    assert attention_backend(["sm90_xmma_gemm_bf16bf16", "triton_per_fused__softmax_0"]) == "none fused"
 
 
 def test_serving_lines_never_read_an_untrusted_batch_as_compile_not_paying():

@@ -181,8 +181,14 @@ def _split_causes(row: pd.Series) -> list[Cause]:
         slower = c > e
         named = "elementwise (fused or not)" if kind == "elementwise" else kind
         text = f"{named} kernels take {c:.3g} ms a compiled step against {e:.3g} ms eager"
+        ran = [str(row.get(k) or "") for k in (COL.eager_attention_backend, COL.compiled_attention_backend)]
+        if kind == "attention" and ran[0] and ran[0] != ran[1]:  # which attention kernel each side ran
+            text += f" ({ran[0]} eager, {ran[1]} compiled)"
         if kind == "matmul" and slower and as_matmuls:
-            text += f", and no fused attention kernel ran compiled (eager's took {eager['attention']:.3g} ms)"
+            eagers = f"eager's {ran[0]}" if ran[0] else "eager's"
+            text += (
+                f", and no fused attention kernel ran compiled ({eagers} took {eager['attention']:.3g} ms)"
+            )
         lever = _kind_lever(row, kind, as_matmuls) if slower else None
         out.append(Cause(f"{kind}_{'slower' if slower else 'faster'}", c - e, abs(c - e), text, lever))
     return out

@@ -108,6 +108,23 @@ def kernel_kind(name: str) -> str:
     return next((kind for kind, marks in KINDS if any(m in low for m in marks)), "other")
 
 
+# Which fused attention a kernel (CPU: aten op) is, first match wins: FlashAttention, the
+# memory-efficient (cutlass fmha) kernels, cuDNN's, or the math path's own op on a CPU. On a GPU the
+# math path runs no kernel of its own (matmuls and a softmax): a side with none reads `none fused`.
+ATTENTION = (
+    ("flash", ("flash",)),
+    ("efficient", ("efficient_attention", "fmha_cutlass", "mem_eff")),
+    ("cudnn", ("cudnn_attention", "cudnn_sdpa", "sdpa_cudnn")),
+    ("math", ("attention_math",)),
+)
+
+
+def attention_backend(names: list[str]) -> str:
+    """The fused attention kernels a side ran, by name (`flash`, `efficient+cudnn`), or `none fused`."""
+    found = [b for b, marks in ATTENTION if any(m in n.lower() for n in names for m in marks)]
+    return "+".join(found) or "none fused"
+
+
 def _profile_side(ctx: JobContext, side: Side, name: str, steps: int, keep_trace: bool) -> SideProfile:
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
@@ -159,6 +176,7 @@ def _profile_side(ctx: JobContext, side: Side, name: str, steps: int, keep_trace
             {"name": k[:160], "ms_per_step": us / steps / 1000, "share": us / total} for k, us in top
         ],
         profile_trace=str(trace) if trace is not None else None,
+        attention_backend=attention_backend(list(by_name)),
         time_split=dict(sorted(split.items(), key=lambda kv: -kv[1])),
     )
 

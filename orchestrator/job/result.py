@@ -348,6 +348,9 @@ class SideProfile:
     `fused` (inductor's generated kernels), `elementwise`, `copy`, `host` (the compiled call's own
     wrapper), `other` (job/profile.py `kernel_kind`)."""
     profile_trace: str | None = None
+    attention_backend: str | None = None
+    """The fused attention kernels the side ran (flash, efficient, cudnn; math: a CPU's math op), or
+    `none fused` (a GPU's math path: matmuls and a softmax)."""
     bytes_per_step: NUMBER = None
     flops_per_s: NUMBER = None
     bytes_per_s: NUMBER = None

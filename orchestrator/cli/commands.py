@@ -97,8 +97,8 @@ def gather(args: list[str]) -> int:
             planned.get("axes", {}),
             config,  # type: ignore[arg-type]
             str(sweep_dir),
-            follow_up_of=planned.get("follow_up_of"),
-            lever=planned.get("lever"),
+            follow_up_of=planned.get(COL.follow_up_of),
+            lever=planned.get(COL.lever),
         )
         error = f"{launcher.name} state {state}"
         write_json_atomic(job_dir / RESULT_FILE, failure_result(spec, None, status_, error))

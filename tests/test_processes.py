@@ -62,6 +62,10 @@ def test_sides_apart_are_timed_alone_and_sampled_parity_catches_a_wrong_compiler
     assert r["status"] == "parity_fail" and r["parity_ok"] is False, r
     assert r["interleaved"] is False and "one after the other" in r["sides_note"]
     assert "sampled" in r["parity_rule"] and r["parity_grad_err"] is not None, "training: gradients too"
+    worst = r["parity_worst"]  # named from the samples: the loss and gradients all 1% off
+    assert len(worst) == 3 and all(w["err"] > w["limit"] for w in worst), worst
+    assert all(w["tensor"] == "loss" or w["tensor"].startswith("grad net.") for w in worst), worst
+    assert f"worst: {worst[0]['tensor']}" in r["parity_error"], r["parity_error"]
     assert r["compile_s"] > 0, "the main process did not compile: the compiled side's process did"
     assert r["eager_alone_ms"] > 0 and r["compiled_alone_ms"] > 0
     assert r["speedup"] > 0 and r["speedup_ci_low"] <= r["speedup"] <= r["speedup_ci_high"], "timings stay"

@@ -111,3 +111,16 @@ def worst_tensors(
         rows.append({"tensor": _shown(ctx, name), "err": err, "limit": limit})
     ratio = lambda row: math.inf if math.isnan(row["err"]) else row["err"] / max(row["limit"], 1e-30)  # noqa: E731
     return sorted(rows, key=ratio, reverse=True)[:WORST_SHOWN]
+
+
+def worst_sampled(ctx: JobContext, eager: dict, compiled: dict, tol: float) -> list[dict]:
+    """`worst_tensors` for sides run in separate processes: their strided samples (`out`, `grads`
+    by name: side_process.sampled), each tensor's sample against eager's, limit `tol`."""
+    mine = _by_name(ctx.train, (compiled["out"], compiled["grads"], {}))
+    theirs = _by_name(ctx.train, (eager["out"], eager["grads"], {}))
+    rows = [(name, rel_error([mine[name]], [t])) for name, t in theirs.items() if name in mine]
+    rows.sort(key=lambda kv: (math.isnan(kv[1]), kv[1]), reverse=True)  # NaN first, then the largest
+    # The workload is gone from this process by now: every gradient under `inner.` is the wrapper's.
+    wrapped = bool(eager["grads"]) and all(n.startswith("inner.") for n in eager["grads"])
+    shown = [name.replace(" inner.", " ", 1) if wrapped else name for name, _ in rows[:WORST_SHOWN]]
+    return [{"tensor": t, "err": err, "limit": tol} for t, (_, err) in zip(shown, rows, strict=False)]

@@ -17,6 +17,7 @@ from orchestrator.job.compared import (
     flat_tensors,
     gradients,
     load_buffers,
+    worst_sampled,
     worst_tensors,
 )
 from orchestrator.job.context import JobContext, Side, first_line
@@ -205,7 +206,10 @@ def check_sampled_parity(ctx: JobContext, eager_file: Path, compiled_file: Path)
     grad_err = rel_error([c["grads"][n] for n in names], [e["grads"][n] for n in names]) if names else None
     err = _worst(out_err, grad_err if grad_err is not None else 0.0)
     passed = bool(err <= tol)  # NaN compares False
+    worst = worst_sampled(ctx, e, c, tol)  # sampled tensors by name, the worst first
+    named = "; ".join(f"{w['tensor']} {w['err']:.3g}" for w in worst)
     return Parity(
+        parity_worst=worst,
         parity_reference="eager (strided sample; sides in separate processes)",
         parity_err=err,
         parity_vs_eager=err,
@@ -217,5 +221,5 @@ def check_sampled_parity(ctx: JobContext, eager_file: Path, compiled_file: Path)
         parity_ok=passed,
         parity_error=None
         if passed
-        else f"compiled relative error {err:.3g} from eager (sampled) > tol {tol:.3g}",
+        else f"compiled relative error {err:.3g} from eager (sampled) > tol {tol:.3g}; worst: {named}",
     )

@@ -445,6 +445,7 @@ def test_one_sweep_three_user_models_each_with_its_own_cause(tmp_path, compile_c
 
     tiny, v = rows["OneLinear"], verdicts["OneLinear"]  # one matmul: nothing to fuse
     assert tiny["step_recompiles"] == 0 and tiny["compiled_fraction"] == pytest.approx(1.0)
+    assert tiny["graph_matmuls"] >= 1 and tiny["graph_fp32_matmuls"] == tiny["graph_matmuls"], "fp32 here"
     kinds = [c["kind"] for c in v["causes"]]
     assert not {"graph_breaks", "step_recompiles"} & set(kinds), kinds
     # What it names is the profile's (its own overhead, or a kind of kernel), with the milliseconds
@@ -601,3 +602,21 @@ def test_generation_served_in_requests_is_judged_on_whole_requests(template, tmp
     plant(tmp_path, template, [gain("default", 3.0, 2.9, 3.1, 30.0, **served)])  # an older result
     (v,) = verdict_of(tmp_path, requests=1000)["models"]
     assert v["unit"] == "steps" and v["speedup"] == 3.0 and v["steps"] == 10_000, v
+
+
+def test_float32_matmuls_with_tf32_off_are_a_cause_on_a_gpu_only(template, tmp_path):
+    counted = dict(graph_matmuls=12, graph_fp32_matmuls=12, num_matmul_precision="highest")
+    for name, extra in (
+        ("gpu", dict(env_cuda="13.0")),
+        ("tf32", dict(env_cuda="13.0", num_matmul_precision="high")),
+        ("cpu", dict(env_cuda=None)),
+    ):
+        plant(tmp_path / name, template, [CONTROL, gain("default", 1.3, 1.2, 1.4, 10.0, **(counted | extra))])
+    (v,) = verdict_of(tmp_path / "gpu")["models"]
+    (c,) = [c for c in v["causes"] if c["kind"] == "fp32_matmuls"]
+    assert c["lever"] == "bench.matmul_precision=high" and c["text"].startswith(
+        "12 of the compiled graph's 12 matmuls"
+    )
+    for name in ("tf32", "cpu"):
+        (v,) = verdict_of(tmp_path / name)["models"]
+        assert "fp32_matmuls" not in {c["kind"] for c in v["causes"]}, (name, v["causes"])

@@ -105,6 +105,10 @@ def causes(row: pd.Series) -> list[Cause]:
         text = f"fusion: {kernels[1]:.0f} {unit} a step compiled against {kernels[0]:.0f} eager"
         found.append(Cause("fusion", kernels[0] / kernels[1], None, text, None))
     found += _split_causes(row)
+    fp32, matmuls = number(row.get(COL.graph_fp32_matmuls)), number(row.get(COL.graph_matmuls))
+    if fp32 and matmuls and row.get(COL.env_cuda) and row.get(COL.num_matmul_precision) == "highest":
+        text = f"{fp32:.0f} of the compiled graph's {matmuls:.0f} matmuls a forward run in float32, TF32 off"
+        found.append(Cause("fp32_matmuls", fp32, None, text, "bench.matmul_precision=high"))
     # What keeps most of the forward from running compiled comes first: the compiled step's other
     # figures then describe mostly eager code.
     first = [

@@ -53,15 +53,22 @@ def _reasons(breaks: list, messages: list[str], unimplemented: list[str]) -> lis
     return reasons
 
 
+_MATMULS = {"mm", "addmm", "bmm", "baddbmm"}
+
+
 class _CountOps(TorchDispatchMode):
-    """Counts ATen operator calls (the unit of the compiled fraction)."""
+    """Counts ATen operator calls (the unit of the compiled fraction), and of them the matmuls and
+    those in float32 (autocast has cast its matmuls before they reach this mode)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.calls = 0
+        self.calls = self.matmuls = self.fp32_matmuls = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         self.calls += 1
+        if func.overloadpacket.__name__ in _MATMULS:
+            self.matmuls += 1
+            self.fp32_matmuls += any(isinstance(a, torch.Tensor) and a.dtype == torch.float32 for a in args)
         return func(*args, **(kwargs or {}))
 
 
@@ -124,6 +131,8 @@ def explain(ctx: JobContext) -> Explain:
         explain_ops=sum(len(o) for o in ex.ops_per_graph or []),
         compiled_fraction=min(in_graphs.calls / everything.calls, 1.0) if everything.calls else None,
         forward_ops=everything.calls,
+        graph_matmuls=in_graphs.matmuls,
+        graph_fp32_matmuls=in_graphs.fp32_matmuls,
     )
 
 

@@ -139,6 +139,10 @@ class Explain:
     compiled_fraction: NUMBER = figure("compiled", dashboard=True)
     """Of one forward's ATen operator calls, the share that ran inside captured graphs (1: all of it)."""
     forward_ops: int | None = None
+    graph_matmuls: int | None = None
+    """Matmul calls (mm, addmm, bmm, baddbmm) inside the captured graphs in one forward."""
+    graph_fp32_matmuls: int | None = None
+    """Of those, the ones that ran in float32 (TF32 speeds them on a GPU, `bench.matmul_precision=high`)."""
     explain_note: str | None = None
 
 

@@ -18,7 +18,7 @@ for tarball in "$from"/*.tar.gz; do
 done
 where=""
 [ -n "${2:-}" ] && where="workload.size=tiny bench.device=cpu workload.model=${CPU_MODELS:?the models the CPU parts ran}"
-args="+sweep=hf bench=quick bench.profile=true compile.mode=eager,default $where sweep.dir=$merged logger=none"
+args="+sweep=hf bench=quick compile.mode=eager,default $where sweep.dir=$merged logger=none"
 # shellcheck disable=SC2086
 missing=$(.venv/bin/python -m orchestrator $args --dry-run | grep -oE '^  [0-9a-f]{12}' | tr -d ' ' \
   | while read -r id; do [ -f "$merged/jobs/$id/result.json" ] || echo "$id"; done)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 33 on the GPU: `+sweep=hf bench=quick` per task with the eager-against-eager control
-# (compile.mode=eager,default), the profile pass and follow-ups on, so that every model's verdict
+# (compile.mode=eager,default), the profile pass (verdict.profile) and follow-ups on, so that every model's verdict
 # carries its measured cause and, where a cause has a remedy, the follow-up job's answer. 48 jobs and
 # their follow-ups do not fit one 10-minute call: each PART is a subset of the models for one task,
 # its own sweep directory (kept on the machine: the same PART again on a warm machine resumes it),
@@ -42,7 +42,7 @@ else  # tiny, the first two models of the part
 fi
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 $py -c 'import torch, transformers; print(torch.__version__, transformers.__version__)' > "$work/versions.txt" 2>&1
-args="+sweep=hf bench=quick bench.profile=true compile.mode=eager,default bench.task=$task workload.model=$models $where"
+args="+sweep=hf bench=quick compile.mode=eager,default bench.task=$task workload.model=$models $where"
 echo "python -m orchestrator $args sweep.dir=SWEEP logger=none" > "$work/command.txt"
 echo "=== $part: python -m orchestrator $args" | tee -a "$work/log.txt"
 # shellcheck disable=SC2086

@@ -12,6 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from conftest import FAST, ROOT, TESTS, by_label, results, run_cli, wait_until
 
+from orchestrator.core.files import private_cache_prefix
+
 FAST_NO_CACHE = [*FAST, "compile.cache=shared"]  # no compile.cache_dir: each sweep shares its own
 
 FAULTS = {  # user model -> expected failure class
@@ -68,6 +70,8 @@ def test_fault_injection_sweep(tmp_path, fast):
     # which it meets whatever the host's load (its forward sleeps for an hour).
     faults = [*common, f"workload.target={targets}", "bench.timeout_s=600"]
     hang = [*common, "workload.target=user_models:Hangs", "bench.timeout_s=30", "sweep.name=hangs"]
+    # its own empty cache, which its supervisor must remove when it kills the hung worker
+    hang = [a for a in hang if not a.startswith("compile.cache")] + ["compile.cache=private"]
     with ThreadPoolExecutor(2) as pool:  # the hang sleeps through its limit beside the other sweep
         hung = pool.submit(run_cli, hang, cwd=tmp_path, timeout=300)
         proc = run_cli(faults, cwd=tmp_path, timeout=1500)
@@ -96,9 +100,7 @@ def test_fault_injection_sweep(tmp_path, fast):
     assert all(w["err"] <= w["limit"] for w in wrong["parity_worst"][1:]), "only that one is off"
     for name in FAULTS:  # every failure points at its log, inside the sweep directory
         assert got[name]["log_stderr"].startswith(str(sweep_dir.parent)), got[name]
-    left = list(sweep_dir.glob("jobs/*/inductor-*")) + list(
-        (tmp_path / "sweeps" / "hangs").glob("jobs/*/inductor-*")
-    )
+    left = list((tmp_path / "sweeps" / "hangs").glob("jobs/*/inductor-*"))
     assert not left, f"a killed worker's private cache is removed by its supervisor: {left}"
     assert (sweep_dir / "dashboard.html").exists() and (sweep_dir / "results.csv").exists()
     assert (sweep_dir / "results.parquet").exists(), "NaN figures do not stop the parquet table"
@@ -170,6 +172,11 @@ def test_sigkill_orchestrator_then_resume(tmp_path, fast):
     wait_until(lambda: started(sweep_dir) >= 2, 120, "the second job's start: the kill leaves it running")
     orch.send_signal(signal.SIGKILL)
     orch.wait()
+    # what an attempt killed with its supervisor leaves: a private cache of a process that is gone
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    for job in [j for j in sweep_dir.glob("jobs/*") if not (j / "result.json").exists()]:
+        (job / (private_cache_prefix(gone.pid) + "x") / "triton").mkdir(parents=True)
     (done_id,) = first
     done_file = sweep_dir / "jobs" / done_id / "result.json"
     stamp, content = done_file.stat().st_mtime_ns, done_file.read_text()
@@ -183,7 +190,7 @@ def test_sigkill_orchestrator_then_resume(tmp_path, fast):
     for r in final.values():
         json.dumps(r)  # every file is whole, valid JSON
     assert not list(sweep_dir.glob("jobs/*/.result.json.*.tmp")), "no half-written files left"
-    assert not list(sweep_dir.glob("jobs/*/inductor-*")), "the killed attempt's private cache is gone"
+    assert not list(sweep_dir.glob("jobs/*/inductor-*")), "the runner removed what the killed attempt left"
     submitted = json.loads((sweep_dir / "submitted.json").read_text())
     assert set(submitted["jobs"]) == set(final)
     for job_id in final:  # each job measured once: the one left running was stopped, not duplicated
@@ -191,22 +198,23 @@ def test_sigkill_orchestrator_then_resume(tmp_path, fast):
         assert sum(line.startswith("result") for line in runs) == 1, (job_id, runs)
 
 
-def test_private_caches_are_removed_by_process_or_all(tmp_path):
-    import socket
+def test_private_caches_are_removed_by_process_or_when_their_process_is_gone(tmp_path):
+    import os
+    import subprocess
 
     from orchestrator.core.files import private_cache_prefix, remove_private_caches
 
-    mine, other, elsewhere = (
-        private_cache_prefix(12),
-        private_cache_prefix(123),
-        f"inductor-x{socket.gethostname()}-12-",
-    )
-    for name in (mine + "a", other + "b", elsewhere + "c", "trace"):
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # reaped: its pid names no process
+    mine, theirs = private_cache_prefix(os.getpid()) + "a", private_cache_prefix(gone.pid) + "b"
+    elsewhere = f"inductor-anotherhost-{gone.pid}-c"  # may run on its node still
+    for name in (mine, theirs, elsewhere, "trace"):
         (tmp_path / name / "triton").mkdir(parents=True)
-    remove_private_caches(tmp_path, 12)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([other + "b", elsewhere + "c", "trace"])
-    remove_private_caches(tmp_path)  # before a job is submitted again: every one, nothing else
-    assert [p.name for p in tmp_path.iterdir()] == ["trace"]
+    remove_private_caches(tmp_path, os.getpid())  # a supervisor, after its child ended
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([theirs, elsewhere, "trace"])
+    (tmp_path / mine).mkdir()
+    remove_private_caches(tmp_path)  # before the job is submitted again: the dead process's only
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([mine, elsewhere, "trace"])
 
 
 def test_half_written_result_is_never_read(tmp_path):

@@ -237,3 +237,21 @@ def test_bf16_generation_serves_bf16_weights_without_autocast():
     bf16_bytes = 2 * per_token * wl.batch_size * (PROMPT + NEW)  # keys and values, 2 bytes each
     assert ctx.result.generation.gen_cache_gib * 2**30 == bf16_bytes
     assert ctx.result.parity.parity_ok is True
+
+
+def test_decoder_heads_are_told_from_encoder_heads_by_what_their_classes_say():
+    """An encoder family's LM head asks for is_decoder in its own __init__ (BERT, RoBERTa); a decoder
+    whose config merely holds is_decoder false (GPT-NeoX), and a seq2seq family's decoder-only head
+    that sets is_encoder_decoder false itself (Bart), are decoders."""
+    import transformers
+
+    from orchestrator.core.failures import ConfigError
+    from workloads.decoding import check_causal_lm
+
+    for name in ("GPTNeoXForCausalLM", "BartForCausalLM", "LlamaForCausalLM"):
+        cls = getattr(transformers, name)
+        check_causal_lm(cls, cls.config_class())
+    for name in ("BertLMHeadModel", "RobertaForCausalLM"):
+        cls = getattr(transformers, name)
+        with pytest.raises(ConfigError, match="is an encoder here"):
+            check_causal_lm(cls, cls.config_class())

@@ -133,13 +133,15 @@ def decoder_of(model: nn.Module, kind: str, max_len: int, batch: int, dtype: tor
     line otherwise."""
     if hasattr(model, "decode") and hasattr(model, "wpe"):
         return GPTDecoder(model, kind, max_len, batch, dtype)
-    check_causal_lm(type(model).__name__, getattr(model, "config", None))
+    check_causal_lm(type(model), getattr(model, "config", None))
     return HFDecoder(model, kind, max_len, batch, dtype)
 
 
-def check_causal_lm(name: str, config: Any) -> None:
+def check_causal_lm(cls: type, config: Any) -> None:
     """A transformers class this task can drive: decoder-only, a causal LM; one ConfigError line otherwise."""
-    if getattr(config, "is_encoder_decoder", False):
+    name = cls.__name__
+    # A seq2seq family's decoder-only head (BartForCausalLM) sets is_encoder_decoder false itself.
+    if getattr(config, "is_encoder_decoder", False) and not _init_says(cls, "is_encoder_decoder = False"):
         raise ConfigError(
             f"bench.task=generate runs decoder-only models; workload.model={name} is an encoder-decoder "
             "(seq2seq generation is not measured yet)"
@@ -150,13 +152,23 @@ def check_causal_lm(name: str, config: Any) -> None:
             "*ForCausalLM or *LMHeadModel class, e.g. LlamaForCausalLM, GPT2LMHeadModel)"
         )
     # Encoder families (BERT, RoBERTa, ...) have LM heads too, and are decoders only with is_decoder
-    # set: else every position attends both ways. Decoder-only configs have no such key.
-    if getattr(config, "is_decoder", None) is False:
+    # set: else every position attends both ways. Their heads say so themselves (a warning in their
+    # __init__, transformers 5.17 and 5.25); decoder-only configs may hold is_decoder false unread.
+    if getattr(config, "is_decoder", None) is False and _init_says(cls, "as a standalone"):
         raise ConfigError(
             f"bench.task=generate runs decoder-only models; workload.model={name} is an encoder here "
             "(its config's is_decoder is false: attention looks both ways); add "
             "+workload.config.is_decoder=true to run it as a decoder"
         )
+
+
+def _init_says(cls: type, words: str) -> bool:
+    """Whether the class's own __init__ holds `words`: what transformers itself says of the class (a
+    BERT-family head warns a standalone user to set is_decoder; Bart's sets is_encoder_decoder)."""
+    try:
+        return words in inspect.getsource(cls.__init__)
+    except (OSError, TypeError):  # no source to read: a compiled or built-in class
+        return False
 
 
 def _positions(config: Any) -> int | None:
@@ -180,7 +192,7 @@ def check_generate(workload: Any, generate: Any) -> None:
         cls = hf.model_class(workload.model)
         config = build_config(workload, cls)
         name = cls.__name__
-        check_causal_lm(name, config)
+        check_causal_lm(cls, config)
         positions = _positions(config)
         where = f"{name}'s max_position_embeddings at workload.size={workload.size}"
     if positions and total > positions:

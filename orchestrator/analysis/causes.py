@@ -1,12 +1,12 @@
-"""Why a compiled setting is slower or faster than eager, from what its job measured: the share of
-the forward graph breaks leave eager, recompiles over the shape schedule and inside the timed steps,
+"""Why a compiled setting is slower or faster than eager, from what its job measured: the share of the
+forward graph breaks leave eager, recompiles over the shape schedule and inside the timed steps,
 recompiles over a generation request and a frame past dynamo's recompile limit, CUDA-graph skips,
-and, from the profile pass (`bench.profile=true`), an eager step that leaves the GPU idle
-(launch-bound), the compiled call's own host overhead (guards, the compiled region's wrapper) and the
-kernels a step runs on each side (fusion). Each cause carries its number, the milliseconds of a
-step it accounts for where those are measured, and the setting that addresses it where one is known.
-Nothing here is inferred from the model's kind or size: a cause without its measurement is not named.
-"""
+and, from the profile pass (`verdict.profile`, or `bench.profile=true`), an eager step that leaves
+the GPU idle (launch-bound), the compiled call's own host overhead (guards, the compiled region's
+wrapper) and the kernels a step runs on each side (fusion). Each cause carries its number, the
+milliseconds of a step it accounts for where those are measured, and the setting that addresses it
+where one is known. Nothing here is inferred from the model's kind or size: a cause without its
+measurement is not named."""
 
 from __future__ import annotations
 
@@ -185,7 +185,8 @@ def _split_causes(row: pd.Series) -> list[Cause]:
         slower = c > e
         named = "elementwise (fused or not)" if kind == "elementwise" else kind
         text = f"{named} kernels take {c:.3g} ms a compiled step against {e:.3g} ms eager"
-        ran = [str(row.get(k) or "") for k in (COL.eager_attention_backend, COL.compiled_attention_backend)]
+        ran = [row.get(k) for k in (COL.eager_attention_backend, COL.compiled_attention_backend)]
+        ran = [b if isinstance(b, str) else "" for b in ran]  # older results: absent, or NaN in a table
         if kind == "attention" and ran[0] and ran[0] != ran[1]:  # which attention kernel each side ran
             text += f" ({ran[0]} eager, {ran[1]} compiled)"
         if kind == "matmul" and slower and as_matmuls:

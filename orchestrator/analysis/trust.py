@@ -27,9 +27,12 @@ REMEDIES = {
 }
 
 
-def distrust(part: pd.DataFrame, row: pd.Series, vc: VerdictConfig) -> list[tuple[str, str]]:
+def distrust(
+    part: pd.DataFrame, row: pd.Series, vc: VerdictConfig, judged: tuple | None = None
+) -> list[tuple[str, str]]:
     """(kind, reason) for each reason not to trust this model's answer; [] when it stands.
-    `part` holds the model's jobs; `row` is the setting the answer would name."""
+    `part` holds the model's jobs; `row` is the setting the answer would name; `judged` the speedup
+    and CI the answer is judged on where not the row's headline (generate's whole requests)."""
     out: list[tuple[str, str]] = []
     controls = part[(part[COL.mode] == "eager") & (part[COL.status] == "ok")]
     tol = vc.control_tolerance
@@ -42,7 +45,9 @@ def distrust(part: pd.DataFrame, row: pd.Series, vc: VerdictConfig) -> list[tupl
     if busy:
         note = busy[0].get(COL.iso_note) or "not alone"
         out.append(("isolation", f"{len(busy)} of {len(part)} job(s) not alone when timed ({note})"))
-    speedup, low, high = (number(row.get(k)) for k in (COL.speedup, COL.speedup_ci_low, COL.speedup_ci_high))
+    speedup, low, high = judged or (
+        number(row.get(k)) for k in (COL.speedup, COL.speedup_ci_low, COL.speedup_ci_high)
+    )
     if speedup and low is not None and high is not None and (high - low) / speedup > vc.max_ci_width:
         width = f"{(high - low) / speedup:.0%}"
         out.append(

@@ -185,7 +185,7 @@ def decide(part: pd.DataFrame, settings: list[str], vc: VerdictConfig) -> ModelV
     else:
         choice, outcome = "eager", "no_gain"
         why = f"no measurable gain: best {setting} {gain}, its CI includes 1"
-    reasons = distrust(part, row, vc)
+    reasons = distrust(part, row, vc, (f.speedup, *f.ci))
     if reasons:  # the measurements cannot carry an answer: say why, and what to do, first
         said = "; ".join(reason for _, reason in reasons)
         choice, outcome = "no trustworthy answer", "untrusted"
@@ -212,7 +212,7 @@ def follow_up_answer(row: pd.Series, vc: VerdictConfig) -> FollowUp:
     payback = f", pays back after {_sig(f.payback_steps)} {f.unit}" if f.payback_steps else ""
     why = f"with {out.lever}: {gain}; {net} over {f.run} net of {duration(f.compile_s)} compile{payback}"
     # the main answer's checks that read one job: alone when timed, a CI narrow enough
-    doubts = [reason for _, reason in distrust(pd.DataFrame([row]), row, vc)]
+    doubts = [reason for _, reason in distrust(pd.DataFrame([row]), row, vc, (f.speedup, *f.ci))]
     if doubts:
         why += f"; not trusted: {'; '.join(doubts)}"
     return dataclasses.replace(

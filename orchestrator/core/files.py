@@ -37,10 +37,27 @@ def private_cache_prefix(pid: int) -> str:
 
 def remove_private_caches(folder: Path, pid: int | None = None) -> None:
     """Remove the private compile caches in a job's folder that a process killed before its own
-    clean-up left there (GBs on a GPU): process `pid`'s, or all of them where no attempt of the job
-    runs (before it is submitted again)."""
-    for cache in folder.glob(private_cache_prefix(pid) + "*" if pid is not None else "inductor-*"):
+    clean-up left there (GBs on a GPU): process `pid`'s; or, before the job is submitted again, those
+    of this host's processes that are gone (an attempt still running elsewhere keeps its own)."""
+    if pid is not None:
+        doomed = list(folder.glob(private_cache_prefix(pid) + "*"))
+    else:
+        here = f"inductor-{socket.gethostname()}-"
+        doomed = [c for c in folder.glob(here + "*") if not _alive(c.name.removeprefix(here).split("-")[0])]
+    for cache in doomed:
         shutil.rmtree(cache, ignore_errors=True)
+
+
+def _alive(pid: str) -> bool:
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
 
 
 def json_safe(value: Any) -> Any:

@@ -111,18 +111,22 @@ def kernel_kind(name: str) -> str:
 # Which fused attention a kernel (CPU: aten op) is, first match wins: FlashAttention, the
 # memory-efficient (cutlass fmha) kernels, cuDNN's, or the math path's own op on a CPU. On a GPU the
 # math path runs no kernel of its own (matmuls and a softmax): a side with none reads `none fused`.
-ATTENTION = (
+ATTENTION = (  # cuDNN's first: its SDPA kernels' names hold `flash` too
+    ("cudnn", ("cudnn_generated_fort_native_sdpa", "cudnn_attention", "cudnn_sdpa", "sdpa_cudnn")),
     ("flash", ("flash",)),
     ("efficient", ("efficient_attention", "fmha_cutlass", "mem_eff")),
-    ("cudnn", ("cudnn_attention", "cudnn_sdpa", "sdpa_cudnn")),
     ("math", ("attention_math",)),
 )
 
 
 def attention_backend(names: list[str]) -> str:
     """The fused attention kernels a side ran, by name (`flash`, `efficient+cudnn`), or `none fused`."""
-    found = [b for b, marks in ATTENTION if any(m in n.lower() for n in names for m in marks)]
-    return "+".join(found) or "none fused"
+    found = []
+    for name in (n.lower() for n in names):
+        backend = next((b for b, marks in ATTENTION if any(m in name for m in marks)), None)
+        if backend is not None and backend not in found:
+            found.append(backend)
+    return "+".join(sorted(found)) or "none fused"
 
 
 def _profile_side(ctx: JobContext, side: Side, name: str, steps: int, keep_trace: bool) -> SideProfile:

@@ -39,7 +39,11 @@ def chart(verdict: Verdict) -> Chart:
             fig.add_scatter(x=[v.payback_steps], y=[0], mode="markers", marker=MARK,
                             name=f"{name}: break-even")  # fmt: skip
     fig.add_hline(y=0, line={"color": "#888", "width": 1})
-    _layout(fig, xaxis_title="steps (or calls) in the run", yaxis_title="seconds saved net of compile")
+    _layout(
+        fig,
+        xaxis_title="steps in the run (the verdict's unit: steps, calls or requests)",
+        yaxis_title="seconds saved net of compile",
+    )
     fig.update_xaxes(type="log")
     capped = f" Showing {MAX_LINES} of {len(drawn)} models." if len(drawn) > MAX_LINES else ""
     note = (

@@ -157,7 +157,10 @@ def write_dashboard(
     )
     kernels = why_charts.profile_table(df)
     if len(kernels):
-        note = "From the untimed profile pass (bench.profile=true); traces: jobs/<id>/profile_<side>.json."
+        note = (
+            "From the untimed profile pass (verdict.profile in compiled jobs; with bench.profile=true "
+            "also traces: jobs/<id>/profile_<side>.json)."
+        )
         sections.append(
             _section("Why it is faster: kernels", html_table(kernels, list(kernels.columns), "kernels"), note)
         )

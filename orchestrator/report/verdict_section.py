@@ -49,7 +49,7 @@ def verdict_table(verdict: Verdict) -> pd.DataFrame:
                 "speedup": v.speedup,
                 "95% CI": ci_text(*v.ci),
                 "compile s": v.compile_s,
-                "pays back after": v.payback_steps,
+                "pays back after": f"{v.payback_steps:.3g} {v.unit}" if v.payback_steps else "-",
                 "why": v.why,
                 "cause": (v.cause or "-").removeprefix("why: "),
                 "with the lever": v.follow_up.why if v.follow_up else "-",

@@ -78,12 +78,18 @@ def _named(ctx: JobContext, side: Side, out: object) -> dict[str, torch.Tensor]:
     return _by_name(ctx.train, (flat_tensors(out), grads, buffers(side.model)))
 
 
-def _shown(ctx: JobContext, name: str) -> str:
+def _shown(name: str, wrapped: bool) -> str:
     """A tensor's name as the user's model has it: without the training wrapper's `inner.`."""
-    if isinstance(ctx.wl.model, TaskLoss):
+    if wrapped:
         kind, _, rest = name.partition(" ")
         return f"{kind} {rest.removeprefix('inner.')}" if rest else name
     return name
+
+
+def _ranked(rows: list[dict]) -> list[dict]:
+    """The WORST_SHOWN rows furthest past their limits, by error over limit (NaN worst)."""
+    ratio = lambda row: math.inf if math.isnan(row["err"]) else row["err"] / max(row["limit"], 1e-30)  # noqa: E731
+    return sorted(rows, key=ratio, reverse=True)[:WORST_SHOWN]
 
 
 def worst_tensors(
@@ -100,6 +106,7 @@ def worst_tensors(
     by error over limit, so that a failure names which output, gradient or buffer is off."""  # fmt: skip
     reference = _by_name(ctx.train, ref)
     mine, theirs = _named(ctx, compiled, out["compiled"]), _named(ctx, eager, out["eager"])
+    wrapped = isinstance(ctx.wl.model, TaskLoss)
     rows = []
     for name, r in reference.items():
         if name not in mine or mine[name].shape != r.shape:
@@ -108,9 +115,8 @@ def worst_tensors(
         limit = tol
         if limit_of is not None and name in theirs:  # the fp64 rule, tensor by tensor
             limit = limit_of["multiplier"] * rel_error([theirs[name]], [r]) + tol / 10
-        rows.append({"tensor": _shown(ctx, name), "err": err, "limit": limit})
-    ratio = lambda row: math.inf if math.isnan(row["err"]) else row["err"] / max(row["limit"], 1e-30)  # noqa: E731
-    return sorted(rows, key=ratio, reverse=True)[:WORST_SHOWN]
+        rows.append({"tensor": _shown(name, wrapped), "err": err, "limit": limit})
+    return _ranked(rows)
 
 
 def worst_sampled(ctx: JobContext, eager: dict, compiled: dict, tol: float) -> list[dict]:
@@ -118,9 +124,11 @@ def worst_sampled(ctx: JobContext, eager: dict, compiled: dict, tol: float) -> l
     by name: side_process.sampled), each tensor's sample against eager's, limit `tol`."""
     mine = _by_name(ctx.train, (compiled["out"], compiled["grads"], {}))
     theirs = _by_name(ctx.train, (eager["out"], eager["grads"], {}))
-    rows = [(name, rel_error([mine[name]], [t])) for name, t in theirs.items() if name in mine]
-    rows.sort(key=lambda kv: (math.isnan(kv[1]), kv[1]), reverse=True)  # NaN first, then the largest
     # The workload is gone from this process by now: every gradient under `inner.` is the wrapper's.
     wrapped = bool(eager["grads"]) and all(n.startswith("inner.") for n in eager["grads"])
-    shown = [name.replace(" inner.", " ", 1) if wrapped else name for name, _ in rows[:WORST_SHOWN]]
-    return [{"tensor": t, "err": err, "limit": tol} for t, (_, err) in zip(shown, rows, strict=False)]
+    rows = [
+        {"tensor": _shown(name, wrapped), "err": rel_error([mine[name]], [t]), "limit": tol}
+        for name, t in theirs.items()
+        if name in mine
+    ]
+    return _ranked(rows)

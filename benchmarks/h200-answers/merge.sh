@@ -9,20 +9,13 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 from=${1:?the folder that holds infer-a.tar.gz ...}
 merged=${MERGED:-benchmarks/h200-answers/sweep}
-rm -rf "$merged" && mkdir -p "$merged/jobs"
-for tarball in "$from"/*.tar.gz; do
-  part=$(mktemp -d)
-  tar -C "$part" -xzf "$tarball"
-  [ -d "$part/sweep/jobs" ] && cp -r "$part"/sweep/jobs/* "$merged/jobs/"
-  rm -rf "$part"
-done
+source benchmarks/merge-parts.sh
+unpack_parts "$from" "$merged"
 where=""
 [ -n "${2:-}" ] && where="workload.size=tiny bench.device=cpu workload.model=${CPU_MODELS:?the models the CPU parts ran}"
 args="+sweep=hf bench=quick compile.mode=eager,default $where sweep.dir=$merged logger=none"
 # shellcheck disable=SC2086
-missing=$(.venv/bin/python -m orchestrator $args --dry-run | grep -oE '^  [0-9a-f]{12}' | tr -d ' ' \
-  | while read -r id; do [ -f "$merged/jobs/$id/result.json" ] || echo "$id"; done)
-if [ -n "$missing" ]; then echo "not merged, jobs missing: $missing"; exit 1; fi
+require_planned "$merged" $args
 # shellcheck disable=SC2086
 .venv/bin/python -m orchestrator $args verdict.follow_up=false > /dev/null  # plan.json: the 48 jobs
 .venv/bin/python - "$merged" <<'PY'

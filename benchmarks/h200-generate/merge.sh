@@ -7,20 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 from=${1:?the folder that holds b1.tar.gz ...}
 merged=${MERGED:-benchmarks/h200-generate/sweep}
-rm -rf "$merged" && mkdir -p "$merged/jobs"
-for tarball in "$from"/*.tar.gz; do
-  part=$(mktemp -d)
-  tar -C "$part" -xzf "$tarball"
-  [ -d "$part/sweep/jobs" ] && cp -r "$part"/sweep/jobs/* "$merged/jobs/"
-  rm -rf "$part"
-done
+source benchmarks/merge-parts.sh
+unpack_parts "$from" "$merged"
 size=""  # the CPU check's parts (run-gpu.sh CPU=1) were sized so:
 [ -n "${2:-}" ] && size="workload.size=tiny generate.new_tokens=8 bench.device=cpu workload.config={max_position_embeddings:2048}"
 args="+sweep=generate bench=quick $size sweep.dir=$merged logger=none verdict.follow_up=false"
-# Every job of the plan must have come back, or the re-run below would run the missing ones here.
 # shellcheck disable=SC2086
-missing=$(.venv/bin/python -m orchestrator $args --dry-run | grep -oE '^  [0-9a-f]{12}' | tr -d ' ' \
-  | while read -r id; do [ -f "$merged/jobs/$id/result.json" ] || echo "$id"; done)
-if [ -n "$missing" ]; then echo "not merged, jobs missing: $missing"; exit 1; fi
+require_planned "$merged" $args
 # shellcheck disable=SC2086
 .venv/bin/python -m orchestrator $args | tee "$merged/table.txt"

@@ -70,6 +70,22 @@ def gain(mode: str, speedup: float, low: float, high: float, compile_s: float, *
 CONTROL = dict(mode="eager", speedup=1.0, speedup_ci_low=0.99, speedup_ci_high=1.01, compile_s=0.0)
 
 
+def test_a_small_gain_never_paid_back_is_explained_by_its_step_first():
+    """GPT-2 training on this CPU: 1.08x, compile never paid back, matmuls 1.19 ms a step slower:
+    the sentence names the matmuls; a 1.5x gain never paid back names what costs compile time."""
+    from orchestrator.analysis.answers import Cause
+    from orchestrator.analysis.causes import cause_line
+
+    step = Cause("matmul_slower", 1.19, 1.19, "matmul kernels take 11.1 ms against 9.95 ms eager")
+    compile_ = Cause("recompiles", 3, None, "3 recompiles", affects="compile")
+    faster = Cause("copy_faster", -0.76, 0.76, "copy kernels take 0.222 ms against 0.981 ms eager")
+    found = [step, faster, compile_]
+    assert cause_line(found, 1.08, [1.05, 1.13], "eager_cost") == f"why: {step.text}"
+    assert cause_line([faster, compile_], 1.08, [1.05, 1.13], "eager_cost") == f"why: {compile_.text}"
+    assert cause_line(found, 1.5, [1.4, 1.6], "eager_cost") == f"why: {compile_.text}"
+    assert cause_line(found, 1.5, [1.4, 1.6], "compile") == f"why faster: {faster.text}"
+
+
 def test_eager_when_the_compile_cost_is_never_paid_back(template, tmp_path):
     # 50 ms eager at 1.05x saves 2.4 ms a step: 300 s of compile needs 126k steps.
     plant(tmp_path, template, [CONTROL, gain("default", 1.05, 1.03, 1.07, 300.0, compile_warm_s=20.0)])
@@ -454,12 +470,13 @@ def test_one_sweep_three_user_models_each_with_its_own_cause(tmp_path, compile_c
     sentence = (v["cause"] or "").removeprefix("why: ").removeprefix("why faster: ")
     assert not sentence or sentence in [c["text"] for c in v["causes"]], v["cause"]
     # Compile does not pay for its step (slower, or under 10%): the answer names what slows the step.
-    if (v["speedup"] < 1.1 or v["ci"][0] <= 1) and v["outcome"] != "eager_cost":
-        slowing = [
-            c["text"]
-            for c in v["causes"]
-            if c["affects"] == "step" and c["kind"] != "fusion" and not c["kind"].endswith("_faster")
-        ]
+    # Never paid back or not, a gain under 10% is explained by the step first.
+    slowing = [
+        c["text"]
+        for c in v["causes"]
+        if c["affects"] == "step" and c["kind"] != "fusion" and not c["kind"].endswith("_faster")
+    ]
+    if (v["speedup"] < 1.1 or v["ci"][0] <= 1) and (slowing or v["outcome"] != "eager_cost"):
         assert v["cause"] and v["cause"].removeprefix("why: ") == slowing[0], v
     assert tiny["compiled_kernels_per_step"] > 0 and tiny.get("compiled_profile_trace") is None, "no trace"
     assert not list((sweep / "jobs" / v["job_id"]).glob("profile_*.json")), "the verdict's pass keeps none"

@@ -158,11 +158,11 @@ class ConvBN(nn.Module):
         return self.net(x)
 
 
-class WithDropout(MLP):
-    """Random ops: dropout in training mode."""
+class DropoutInTraining(MLP):
+    """Random ops in training mode only, as transformers' dropout: eval mode draws nothing."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.dropout(self.net(x), p=0.3, training=True)
+        return torch.nn.functional.dropout(self.net(x), p=0.3, training=self.training)
 
 
 class NaNWhenCompiled(MLP):

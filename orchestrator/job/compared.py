@@ -119,6 +119,34 @@ def worst_tensors(
     return _ranked(rows)
 
 
+def worst_by_rounding(
+    ctx: JobContext,
+    eager: Side,
+    compiled: Side,
+    out: dict,
+    off: tuple[Reference, Reference],
+    multiplier: float,
+    tol: float,
+) -> list[dict]:
+    """`worst_tensors` for a model with random ops (random_parity.py): each compiled tensor against
+    its eager-kernel twin's (the same random numbers), its limit `multiplier` times eager's own error
+    on that tensor against an upcast copy, both with the random ops off (`off`: eager's, the copy's),
+    plus a tenth of `tol`; a buffer's limit stays `tol` (eval mode leaves running statistics as they
+    were)."""
+    mine, theirs = _named(ctx, compiled, out["compiled"]), _named(ctx, eager, out["eager"])
+    rounded, truth = (_by_name(ctx.train, r) for r in off)
+    wrapped = isinstance(ctx.wl.model, TaskLoss)
+    rows = []
+    for name, t in theirs.items():
+        if name not in mine or mine[name].shape != t.shape:
+            continue
+        limit = tol
+        if name in rounded and name in truth and not name.startswith("buffer "):
+            limit = multiplier * rel_error([rounded[name]], [truth[name]]) + tol / 10
+        rows.append({"tensor": _shown(name, wrapped), "err": rel_error([mine[name]], [t]), "limit": limit})
+    return _ranked(rows)
+
+
 def worst_sampled(ctx: JobContext, eager: dict, compiled: dict, tol: float) -> list[dict]:
     """`worst_tensors` for sides run in separate processes: their strided samples (`out`, `grads`
     by name: side_process.sampled), each tensor's sample against eager's, limit `tol`."""

@@ -1,9 +1,8 @@
 """Parity: compiled against eager, and against an fp64 reference where affordable, by the rule of
-PyTorch's own accuracy checker; random ops are checked with matching randomness."""
+PyTorch's own accuracy checker; models with random ops: random_parity.py."""
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
 from pathlib import Path
@@ -20,8 +19,8 @@ from orchestrator.job.compared import (
     worst_sampled,
     worst_tensors,
 )
+from orchestrator.job.compile_settings import matmul_precision
 from orchestrator.job.context import JobContext, Side, first_line
-from orchestrator.job.parallelize import prepare
 from orchestrator.job.result import Parity
 from orchestrator.job.tolerance import PARITY_TOL, compute_dtype
 from workloads.inputs import call, map_inputs
@@ -39,19 +38,20 @@ def _buffer_error(bufs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor]) -
     return rel_error([bufs[n] for n in floats], [ref[n] for n in floats]) if floats else 0.0
 
 
-def _reference(ctx: JobContext, use_fp64: bool) -> Reference:
+def reference_step(ctx: JobContext, upcast: torch.dtype | None, random_off: bool = False) -> Reference:
     """Outputs (or loss), gradients and buffers of the unwrapped single-process model after one call
-    from the sides' common start, in fp64 if asked: a copy, freed on return (the eager side is the
-    workload's own model and must stay as it is)."""
+    from the sides' common start: upcast to `upcast` (fp32 matmuls at full precision), or under the
+    job's autocast where None; in eval mode where `random_off` (random_parity.py). A copy, freed on
+    return (the eager side is the workload's own model and must stay as it is)."""
     ref_model, ref_inputs = copy.deepcopy(ctx.wl.model), ctx.inputs
     ref_model.zero_grad(set_to_none=True)
     load_buffers(ref_model, ctx.start_buffers or {})  # where the compared calls started
-    if use_fp64:
-        ref_model = ref_model.double()
-        ref_inputs = map_inputs(ctx.inputs, lambda t: t.double() if t.is_floating_point() else t)
-    with contextlib.ExitStack() as stack:
-        if not use_fp64:
-            stack.enter_context(ctx.amp())
+    if random_off:
+        ref_model.eval()
+    if upcast is not None:
+        ref_model = ref_model.to(upcast)
+        ref_inputs = map_inputs(ctx.inputs, lambda t: t.to(upcast) if t.is_floating_point() else t)
+    with ctx.amp() if upcast is None else matmul_precision("highest"):
         if ctx.train:
             loss = call(ref_model, ref_inputs)
             loss.backward()
@@ -101,7 +101,7 @@ def check_parity(ctx: JobContext, eager: Side, compiled: Side, out: dict, fp64: 
     against: Reference = (flat_tensors(out["eager"]), eager_grads, buffers(eager.model))
     if use_fp64 or distributed:  # against the unwrapped single-process model (fp64 where affordable)
         try:
-            reference = _reference(ctx, use_fp64)
+            reference = reference_step(ctx, torch.float64 if use_fp64 else None)
             errs = _errors(ctx, eager, compiled, out, reference)
             against = reference
         except torch.OutOfMemoryError:
@@ -154,39 +154,6 @@ def check_parity(ctx: JobContext, eager: Side, compiled: Side, out: dict, fp64: 
         ),
         parity_note=note,
     )
-
-
-def check_random_parity(ctx: JobContext) -> Parity:
-    """For a model with random ops (dropout...): eager kernels and inductor's must draw the same
-    random numbers, so both run the same traced graph from the same seed: the reference through
-    `aot_eager` (eager kernels), the checked copy through inductor with `fallback_random` (its random
-    ops call eager's). The timed compiled side is untouched; both copies are dropped after."""
-    import dataclasses
-
-    import torch._inductor.config
-
-    from orchestrator.config.schema import CompileMode
-
-    cfg = ctx.cfg
-    strategy, dtype = cfg.parallel.strategy, cfg.bench.dtype
-    as_eager = dataclasses.replace(cfg.compile, backend="aot_eager", mode=CompileMode["default"])
-    # Inductor's reordering passes move random ops in the call order, so that the same random numbers
-    # land on other tensors: on the H200, T5-base training read 0.33 on gradients with them and 0.031
-    # without (benchmarks/h200-reasons/, section D). The checked copy keeps eager's order.
-    no_reorder = {"reorder_for_peak_memory": False, "reorder_for_locality": False}
-    with torch._inductor.config.patch(fallback_random=True, **no_reorder):
-        reference = Side(prepare(ctx.wl, strategy, as_eager, ctx.device, dtype))
-        checked = Side(prepare(ctx.wl, strategy, cfg.compile, ctx.device, dtype))
-        torch.manual_seed(cfg.bench.seed)
-        out = {"eager": ctx.forward_backward(reference.model, ctx.inputs)}
-        torch.manual_seed(cfg.bench.seed)
-        out["compiled"] = ctx.forward_backward(checked.model, ctx.inputs)
-        parity = check_parity(ctx, reference, checked, out, fp64=False)
-    parity.parity_rng = (
-        "random ops: checked against the same graph on eager kernels (aot_eager), same seed, "
-        "inductor's fallback_random without its reordering passes"
-    )
-    return parity
 
 
 def check_sampled_parity(ctx: JobContext, eager_file: Path, compiled_file: Path) -> Parity:

@@ -18,7 +18,18 @@ import torch
 
 from orchestrator.config.schema import CUDAGRAPH_MODES
 from orchestrator.core.failures import CompileError, ParityError
-from orchestrator.job import aoti, compile_cost, convergence, graphs, memory, parity, profile, shapes, speed
+from orchestrator.job import (
+    aoti,
+    compile_cost,
+    convergence,
+    graphs,
+    memory,
+    parity,
+    profile,
+    random_parity,
+    shapes,
+    speed,
+)
 from orchestrator.job.compile_settings import numerics_now
 from orchestrator.job.context import JobContext, Side, first_line
 from orchestrator.job.parallelize import prepare
@@ -97,7 +108,7 @@ def _random_parity(ctx: JobContext) -> Parity:
     torch._dynamo.reset()
     ctx.wl.model.zero_grad(set_to_none=True)  # its copies' gradients start from none, as eager's did
     try:
-        return parity.check_random_parity(ctx)
+        return random_parity.check_random_parity(ctx)
     finally:
         torch._dynamo.reset()
 

@@ -201,15 +201,16 @@ def _split_causes(row: pd.Series) -> list[Cause]:
 
 def cause_line(found: list[Cause], speedup: float | None, ci: list[float | None], outcome: str) -> str | None:
     """The sentence the answer carries: why slower (or no gain) where the setting is slower than eager,
-    gains under 10% or its CI includes 1, from what costs the step time (then compile time, where the
-    step shows none); where the gain is there but its compile is never paid back, from what costs
-    compile time; why faster where it gains."""
+    gains under 10% or its CI includes 1, from what costs the step time (for a gain never paid back,
+    then compile time, where the step shows none); where the gain is there but its compile is never
+    paid back, from what costs compile time; why faster where it gains."""
     low = ci[0]
     gains = speedup is not None and speedup >= 1.1 and low is not None and low > 1
     if gains and outcome != "eager_cost":
         faster = [c for c in found if c.kind in ("fusion", "launch_bound") or c.kind.endswith("_faster")]
         return f"why faster: {faster[0].text}" if faster else None
-    for wanted in ("compile",) if gains else ("step", "compile"):
+    wanted_first = ("step", "compile") if outcome == "eager_cost" else ("step",)
+    for wanted in ("compile",) if gains else wanted_first:
         slower = [
             c for c in found if c.affects == wanted and c.kind != "fusion" and not c.kind.endswith("_faster")
         ]

@@ -119,31 +119,28 @@ def worst_tensors(
     return _ranked(rows)
 
 
-def worst_by_rounding(
-    ctx: JobContext,
-    eager: Side,
-    compiled: Side,
-    out: dict,
-    off: tuple[Reference, Reference],
-    multiplier: float,
-    tol: float,
-) -> list[dict]:
-    """`worst_tensors` for a model with random ops (random_parity.py): each compiled tensor against
-    its eager-kernel twin's (the same random numbers), its limit `multiplier` times eager's own error
-    on that tensor against an upcast copy, both with the random ops off (`off`: eager's, the copy's),
-    plus a tenth of `tol`; a buffer's limit stays `tol` (eval mode leaves running statistics as they
-    were)."""
+def twin_errors(ctx: JobContext, eager: Side, compiled: Side, out: dict) -> dict[str, float]:
+    """Each compared tensor's error, compiled against its eager side, as plain numbers (the sides can
+    then be freed before anything else takes the device)."""
     mine, theirs = _named(ctx, compiled, out["compiled"]), _named(ctx, eager, out["eager"])
+    return {n: rel_error([mine[n]], [t]) for n, t in theirs.items() if n in mine and mine[n].shape == t.shape}
+
+
+def worst_by_rounding(
+    ctx: JobContext, errors: dict[str, float], off: tuple[Reference, Reference], multiplier: float, tol: float
+) -> list[dict]:
+    """`worst_tensors` for a model with random ops (random_parity.py): each compiled tensor's error
+    against its eager-kernel twin (`twin_errors`), its limit `multiplier` times eager's own error on
+    that tensor against an upcast copy, both with the random ops off (`off`: eager's, the copy's), plus
+    a tenth of `tol` (`tol` where the copy lacks the tensor)."""
     rounded, truth = (_by_name(ctx.train, r) for r in off)
     wrapped = isinstance(ctx.wl.model, TaskLoss)
     rows = []
-    for name, t in theirs.items():
-        if name not in mine or mine[name].shape != t.shape:
-            continue
+    for name, err in errors.items():
         limit = tol
-        if name in rounded and name in truth and not name.startswith("buffer "):
+        if name in rounded and name in truth and rounded[name].shape == truth[name].shape:
             limit = multiplier * rel_error([rounded[name]], [truth[name]]) + tol / 10
-        rows.append({"tensor": _shown(name, wrapped), "err": rel_error([mine[name]], [t]), "limit": limit})
+        rows.append({"tensor": _shown(name, wrapped), "err": err, "limit": limit})
     return _ranked(rows)
 
 

@@ -3,11 +3,14 @@ PyTorch's own accuracy checker; models with random ops: random_parity.py."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
+from torch.nn.modules.batchnorm import _NormBase
 
 from orchestrator.core.stats import rel_error
 from orchestrator.job.compared import (
@@ -38,26 +41,50 @@ def _buffer_error(bufs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor]) -
     return rel_error([bufs[n] for n in floats], [ref[n] for n in floats]) if floats else 0.0
 
 
+@contextlib.contextmanager
+def full_fp32() -> Iterator[None]:
+    """fp32 matmuls and cuDNN convolutions at full precision (no TF32) for the scope: a reference."""
+    cudnn_before = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        with matmul_precision("highest"):
+            yield
+    finally:
+        torch.backends.cudnn.allow_tf32 = cudnn_before
+
+
 def reference_step(ctx: JobContext, upcast: torch.dtype | None, random_off: bool = False) -> Reference:
     """Outputs (or loss), gradients and buffers of the unwrapped single-process model after one call
-    from the sides' common start: upcast to `upcast` (fp32 matmuls at full precision), or under the
-    job's autocast where None; in eval mode where `random_off` (random_parity.py). A copy, freed on
-    return (the eager side is the workload's own model and must stay as it is)."""
+    from the sides' common start: upcast to `upcast` (`full_fp32`), or under the job's autocast where
+    None; with its random ops off where `random_off` (eval mode, but normalization layers with running
+    statistics kept training: random_parity.py). A copy, freed on return (the eager side is the
+    workload's own model and must stay as it is)."""
     ref_model, ref_inputs = copy.deepcopy(ctx.wl.model), ctx.inputs
     ref_model.zero_grad(set_to_none=True)
     load_buffers(ref_model, ctx.start_buffers or {})  # where the compared calls started
     if random_off:
         ref_model.eval()
+        for m in ref_model.modules():  # eval would swap batch statistics for running ones
+            if isinstance(m, _NormBase) and m.track_running_stats:
+                m.train()
     if upcast is not None:
         ref_model = ref_model.to(upcast)
         ref_inputs = map_inputs(ctx.inputs, lambda t: t.to(upcast) if t.is_floating_point() else t)
-    with ctx.amp() if upcast is None else matmul_precision("highest"):
+    with ctx.amp() if upcast is None else full_fp32():
         if ctx.train:
             loss = call(ref_model, ref_inputs)
             loss.backward()
             return [loss.detach()], gradients(ref_model), buffers(ref_model)
         with torch.no_grad():
             return flat_tensors(call(ref_model, ref_inputs)), {}, buffers(ref_model)
+
+
+def upcast_fits(ctx: JobContext, dtype: torch.dtype) -> bool:
+    """An upcast copy of the model (with its gradients) takes at most half the device's free memory."""
+    if ctx.device.type != "cuda":
+        return True
+    need = ctx.wl.n_params * dtype.itemsize * (2 if ctx.train else 1)
+    return need <= torch.cuda.mem_get_info(ctx.device)[0] / 2
 
 
 def _worst(*errors: float | None) -> float:
@@ -98,37 +125,42 @@ def check_parity(ctx: JobContext, eager: Side, compiled: Side, out: dict, fp64: 
         ctx, eager, compiled, out, (flat_tensors(out["eager"]), eager_grads, buffers(eager.model))
     )
     close = _worst(vs_eager["compiled"], vs_eager.get("compiled_grad"), vs_eager["compiled_buf"])
-    upcast = None
+    upcast, note = None, None
     if fp64 and ctx.wl.n_params <= cfg.bench.fp64_max_params:
         upcast = torch.float64
     elif fp64 and ctx.world == 1 and close > tol and computes != "fp32":  # NaN compares False
-        upcast = torch.float32
+        upcast = torch.float32 if upcast_fits(ctx, torch.float32) else None
+        if upcast is None:
+            note = "the fp32 reference exceeds half the GPU's free memory; judged against eager"
     upcast_name = "fp64" if upcast == torch.float64 else "fp32"
     distributed = cfg.parallel.strategy != "none"
-    errs, note = vs_eager, None
+    errs = vs_eager
     against: Reference = (flat_tensors(out["eager"]), eager_grads, buffers(eager.model))
-    if upcast or distributed:  # against the unwrapped single-process model (upcast where affordable)
+    if upcast is not None or distributed:  # the unwrapped single-process model (upcast where affordable)
         try:
             reference = reference_step(ctx, upcast)
             errs = _errors(ctx, eager, compiled, out, reference)
             against = reference
         except torch.OutOfMemoryError:
-            raise
+            if upcast != torch.float32:
+                raise  # the sides with an fp64 copy: the sides do not fit (protocol.py runs them apart)
+            note = "the fp32 reference ran out of GPU memory; judged against eager"
+            upcast = None
         except Exception as e:  # noqa: BLE001 (the reference is a check's aid: it never sinks the job)
-            if distributed and not upcast:
+            if distributed and upcast is None:
                 raise  # the single-process reference is the only one a distributed job has
             why = f"{type(e).__name__}: {first_line(e)}"
             note = f"the {upcast_name} reference could not run ({why}); judged against eager"
             upcast = None
     err_c = _worst(errs["compiled"], errs.get("compiled_grad"), errs["compiled_buf"])
     err_e = _worst(errs["eager"], errs.get("eager_grad"), errs["eager_buf"])
-    if upcast:
+    if upcast is not None:
         limit = cfg.bench.parity_multiplier * err_e + tol / 10
     else:
         limit = tol
     close, err_c, limit = ctx.all_reduce_max(close), ctx.all_reduce_max(err_c), -ctx.all_reduce_max(-limit)
     passed = bool(close <= tol or err_c <= limit)  # NaN compares False: NaN never passes
-    reference = upcast_name if upcast else ("single_process" if distributed else "eager")
+    reference = upcast_name if upcast is not None else ("single_process" if distributed else "eager")
     worst_part = max(
         (
             ("outputs", errs["compiled"]),
@@ -137,7 +169,7 @@ def check_parity(ctx: JobContext, eager: Side, compiled: Side, out: dict, fp64: 
         ),
         key=lambda kv: -1.0 if kv[1] is None else (math.inf if math.isnan(kv[1]) else kv[1]),
     )[0]
-    rule = {"multiplier": cfg.bench.parity_multiplier} if upcast else None
+    rule = {"multiplier": cfg.bench.parity_multiplier} if upcast is not None else None
     worst = worst_tensors(ctx, eager, compiled, out, against, rule, tol) if ctx.world == 1 else []
     named = "; ".join(f"{w['tensor']} {w['err']:.3g} (limit {w['limit']:.3g})" for w in worst)
     return Parity(
@@ -145,14 +177,14 @@ def check_parity(ctx: JobContext, eager: Side, compiled: Side, out: dict, fp64: 
         parity_reference=reference,
         parity_err=err_c,
         parity_vs_eager=close,
-        parity_eager_err=err_e if upcast else None,
+        parity_eager_err=err_e if upcast is not None else None,
         parity_out_err=errs["compiled"],
         parity_grad_err=errs.get("compiled_grad"),
         parity_buffer_err=errs["compiled_buf"],
         parity_buffers=len(buffers(compiled.model)),
         parity_limit=limit,
         parity_tol=tol,
-        parity_rule="within tol of eager" if close <= tol else (f"{upcast_name} rule" if upcast else "tol"),
+        parity_rule="within tol of eager" if close <= tol else (f"{upcast_name} rule" if rule else "tol"),
         parity_ok=passed,
         parity_error=None
         if passed

@@ -63,9 +63,9 @@ def run_protocol(ctx: JobContext, rule: SidesRule) -> JobResult:
     if ctx.compiled_mode and cfg.bench.explain:
         with clock.phase("explain"):
             r.explain = graphs.explain(ctx)
-    random_parity = cfg.bench.parity and ctx.random_ops and ctx.compiled_mode
+    random_check = cfg.bench.parity and ctx.random_ops and ctx.compiled_mode
     if rule.apart:
-        if random_parity:  # the sides compile cold from the job's cache: keep this check out of it
+        if random_check:  # the sides compile cold from the job's cache: keep this check out of it
             from torch._inductor.utils import fresh_cache
 
             with clock.phase("random_parity"), fresh_cache():
@@ -76,7 +76,7 @@ def run_protocol(ctx: JobContext, rule: SidesRule) -> JobResult:
     # check read 0.0312 on them and 0.0100 on the trained ones). Kept on the host: no device peak.
     # FSDP's sides are copies: the workload's model is not trained there.
     built = None
-    if (random_parity and ctx.train and cfg.parallel.strategy != "fsdp") or cfg.bench.convergence_steps:
+    if (random_check and ctx.train and cfg.parallel.strategy != "fsdp") or cfg.bench.convergence_steps:
         built = _host_copy(wl.model)
     ctx.start_state = built  # convergence starts every side from the same weights (one copy)
     out_of_memory = None
@@ -88,7 +88,7 @@ def run_protocol(ctx: JobContext, rule: SidesRule) -> JobResult:
         out_of_memory = f"{type(e).__name__}: {e}"
     if out_of_memory:  # raised here, after the handler, so that the sides' tensors are freed
         raise SidesDoNotFit(out_of_memory)
-    if random_parity:  # after the cold compile, which it would warm; its kernels come from that cache
+    if random_check:  # after the cold compile, which it would warm; its kernels come from that cache
         with clock.phase("random_parity"):
             if built is not None:
                 wl.model.load_state_dict(built)

@@ -109,6 +109,22 @@ def _errors(ctx: JobContext, eager: Side, compiled: Side, out: dict, ref: Refere
     return errs
 
 
+def reference_error(values: Reference, ref: Reference) -> float:
+    """One call's tensors against a reference's, as `_errors` judges a side: the worst of the outputs'
+    (or loss's), the gradients' (all at once) and the buffers' (`_buffer_error`)."""
+    names = sorted(ref[1])
+    grads = rel_error([values[1][n] for n in names], [ref[1][n] for n in names]) if names else None
+    return _worst(rel_error(values[0], ref[0]), grads, _buffer_error(values[2], ref[2]))
+
+
+def upcast_for(ctx: JobContext, computes: str) -> torch.dtype | None:
+    """The reference copy's dtype: fp64 up to `bench.fp64_max_params`; beyond, fp32 where the model
+    computes below it (`computes`: compute_dtype's name); None where no copy is more precise."""
+    if ctx.wl.n_params <= ctx.cfg.bench.fp64_max_params:
+        return torch.float64
+    return torch.float32 if computes != "fp32" else None
+
+
 def check_parity(ctx: JobContext, eager: Side, compiled: Side, out: dict, fp64: bool = True) -> Parity:
     """Compiled against eager, the way PyTorch's accuracy checker judges it: it passes when it is
     within the dtype's tolerance of eager (normal reduction-order differences), or else when its
@@ -125,13 +141,12 @@ def check_parity(ctx: JobContext, eager: Side, compiled: Side, out: dict, fp64: 
         ctx, eager, compiled, out, (flat_tensors(out["eager"]), eager_grads, buffers(eager.model))
     )
     close = _worst(vs_eager["compiled"], vs_eager.get("compiled_grad"), vs_eager["compiled_buf"])
-    upcast, note = None, None
-    if fp64 and ctx.wl.n_params <= cfg.bench.fp64_max_params:
-        upcast = torch.float64
-    elif fp64 and ctx.world == 1 and close > tol and computes != "fp32":  # NaN compares False
-        upcast = torch.float32 if upcast_fits(ctx, torch.float32) else None
-        if upcast is None:
-            note = "the fp32 reference exceeds half the GPU's free memory; judged against eager"
+    upcast, note = upcast_for(ctx, computes) if fp64 else None, None
+    if upcast == torch.float32:  # measured only past the tolerance, in one process, where it fits
+        if not (ctx.world == 1 and close > tol):  # NaN compares False
+            upcast = None
+        elif not upcast_fits(ctx, upcast):
+            upcast, note = None, "the fp32 reference exceeds half the GPU's free memory; judged against eager"
     upcast_name = "fp64" if upcast == torch.float64 else "fp32"
     distributed = cfg.parallel.strategy != "none"
     errs = vs_eager

@@ -27,13 +27,14 @@ import math
 
 import torch
 
-from orchestrator.core.stats import rel_error
-from orchestrator.job.compared import Reference, twin_errors, worst_by_rounding
+from orchestrator.job.compared import twin_errors, worst_by_rounding
 from orchestrator.job.context import JobContext, Side, first_line
 from orchestrator.job.parallelize import prepare
-from orchestrator.job.parity import check_parity, reference_step, upcast_fits
+from orchestrator.job.parity import check_parity, reference_error, reference_step, upcast_fits, upcast_for
 from orchestrator.job.result import Parity
 from orchestrator.job.speed import rng_states
+from orchestrator.job.tolerance import compute_dtype
+from workloads.inputs import map_inputs
 
 OWN_ERROR_CAP = (
     3  # eager's own error, in tolerances, past which the rule's limit is too loose to mean anything
@@ -82,18 +83,16 @@ def _judge_by_rounding(ctx: JobContext, parity: Parity, errors: dict[str, float]
     """The rule of the module's docstring, `parity` updated in place; where it cannot run, the
     tolerance's verdict stands and `parity_note` says why."""
     cfg = ctx.cfg
-    if ctx.wl.n_params <= cfg.bench.fp64_max_params:
-        upcast, name = torch.float64, "fp64"
-    elif ctx.result.model and ctx.result.model.compute_dtype != "fp32":
-        upcast, name = torch.float32, "fp32"
-    else:  # computes in fp32, too large for fp64: no copy more precise than the sides
+    upcast = upcast_for(ctx, compute_dtype(ctx.wl.model, cfg.bench.dtype))
+    if upcast is None:  # computes in fp32, too large for fp64: no copy more precise than the sides
         return
+    name = "fp64" if upcast == torch.float64 else "fp32"
     if not upcast_fits(ctx, upcast):
         parity.parity_note = f"the {name} copy exceeds half the GPU's free memory; judged by tol"
         return
     try:
         before = rng_states(ctx.device)
-        rounded = _on_host(reference_step(ctx, None, random_off=True))
+        rounded = map_inputs(reference_step(ctx, None, random_off=True), lambda t: t.cpu())
         if not all(map(torch.equal, before, rng_states(ctx.device))):
             parity.parity_note = (
                 "random ops draw in eval mode too: no upcast copy can match them; judged by tol"
@@ -106,7 +105,7 @@ def _judge_by_rounding(ctx: JobContext, parity: Parity, errors: dict[str, float]
         )
         return
     tol, m, close = parity.parity_tol, cfg.bench.parity_multiplier, parity.parity_vs_eager
-    eager_err = _own_error(rounded, truth)
+    eager_err = reference_error(rounded, truth)
     if not eager_err <= OWN_ERROR_CAP * tol:  # NaN and inf too
         parity.parity_note = (
             f"eager itself is {eager_err:.3g} off the {name} copy, over {OWN_ERROR_CAP}x the tolerance: "
@@ -129,23 +128,3 @@ def _judge_by_rounding(ctx: JobContext, parity: Parity, errors: dict[str, float]
             f"{tol:g}; worst tensors: {named}"
         )
     )
-
-
-def _on_host(ref: Reference) -> Reference:
-    values, grads, bufs = ref
-    return (
-        [t.cpu() for t in values],
-        {n: g.cpu() for n, g in grads.items()},
-        {n: b.cpu() for n, b in bufs.items()},
-    )
-
-
-def _own_error(rounded: Reference, truth: Reference) -> float:
-    """Eager's error against the upcast copy: the worst of the outputs' (or loss's), the gradients'
-    (all at once) and the buffers' (running statistics: normalization layers keep training)."""
-    errors = [rel_error(rounded[0], truth[0])]
-    for part in (1, 2):
-        names = sorted(n for n in truth[part] if n in rounded[part] and truth[part][n].is_floating_point())
-        if names:
-            errors.append(rel_error([rounded[part][n] for n in names], [truth[part][n] for n in names]))
-    return max(errors, key=lambda e: (math.isnan(e), e))

@@ -1,10 +1,19 @@
-"""An independent measure of decode tokens/s, beside `+sweep=generate`: transformers' own `generate`
-with a static cache (it compiles its forward by itself; `disable_compile=True` is its eager
-baseline), greedy, random weights from the config class, the orchestrator not imported.
+"""Two independent measures of decode tokens/s, beside `+sweep=generate`, the orchestrator not
+imported; greedy, random weights from the config class, bf16 weights without autocast (as servers load
+an LLM, and as the orchestrator's generation jobs run).
 
-Decode time is the difference of two generate calls, N new tokens and 1 (the prefill and its token),
-median over repeats, each call synchronized: decode tokens/s = batch x (N - 1) / that difference.
-Weights in bf16, no autocast, as servers load an LLM (and as the orchestrator's generation jobs run).
+1. transformers' own `generate` with a static cache (it compiles its forward by itself;
+   `disable_compile=True` is its eager baseline). Decode time is the difference of two generate
+   calls, N new tokens and 1 (the prefill and its token), median over repeats, each call
+   synchronized: decode tokens/s = batch x (N - 1) / that difference.
+2. A hand-written decode loop, gpt-fast style (`--hand`): one transformers `StaticCache`, the
+   prefill eager, then N - 1 greedy steps of the model's forward on the last token, the decode
+   step compiled by `torch.compile(mode="reduce-overhead", fullgraph=True)` on the compiled side;
+   the decode loop timed whole by the host clock with one synchronize at its end, median over
+   repeats. Nothing runs between two steps but the argmax and the next position.
+
+Both measures in one process on one model, so generate's own per-token cost around the same
+forward is their difference (`generate_host_ms_per_token`).
 
     python independent.py --size 1b --batch 1 --prompt 128 --new 128 --repeats 5 --out OUT.json
     python independent.py --size tiny --batch 2 --prompt 16 --new 8 --repeats 2 --device cpu   # a check
@@ -42,6 +51,41 @@ def timed_generate(model, ids, new: int, eager: bool, device: str) -> float:
     return time.perf_counter() - t0
 
 
+def hand_loop(model, ids, new: int, step, device: str) -> tuple[float, float]:
+    """One request by the hand-written loop: (prefill seconds, decode seconds of new - 1 tokens)."""
+    from transformers import StaticCache
+
+    cache = hand_loop.caches.get(id(step))
+    if cache is None:  # one cache per side, allocated once (its addresses stay put for CUDA graphs)
+        cache = hand_loop.caches[id(step)] = StaticCache(config=model.config, max_cache_len=ids.shape[1] + new)
+    cache.reset()
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    with torch.no_grad():
+        sync()
+        t0 = time.perf_counter()
+        pos = torch.arange(ids.shape[1], device=device)
+        logits = model(input_ids=ids, past_key_values=cache, cache_position=pos, logits_to_keep=1).logits
+        tok = logits[:, -1].argmax(-1, keepdim=True)
+        sync()
+        t1 = time.perf_counter()
+        for i in range(new - 1):
+            pos = torch.tensor([ids.shape[1] + i], device=device)
+            tok = step(tok, cache, pos)
+        sync()
+        return t1 - t0, time.perf_counter() - t1
+
+
+hand_loop.caches = {}
+
+
+def decode_step_of(model):
+    def step(tok, cache, pos):
+        out = model(input_ids=tok, past_key_values=cache, cache_position=pos, logits_to_keep=1)
+        return out.logits[:, -1].argmax(-1, keepdim=True)
+
+    return step
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--size", default="1b")
@@ -50,6 +94,7 @@ def main() -> None:
     p.add_argument("--new", type=int, default=128)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--hand", action="store_true", help="also the hand-written loop, and generate's own cost")
     p.add_argument("--out")
     a = p.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -83,6 +128,25 @@ def main() -> None:
             frames_compiled_so_far=len(get_compilation_metrics()),
         )
         print(side, json.dumps(out[side]), flush=True)
+    if a.hand:  # the hand-written loop beside generate, in this process
+        eager_step = decode_step_of(model)
+        compiled_step = torch.compile(decode_step_of(model), mode="reduce-overhead", fullgraph=True)
+        for side, step in (("eager", eager_step), ("compiled", compiled_step)):
+            for _ in range(2):  # compiles, then records the CUDA graph
+                hand_loop(model, ids, a.new, step, a.device)
+            runs = [hand_loop(model, ids, a.new, step, a.device) for _ in range(a.repeats)]
+            decode_s = statistics.median(d for _, d in runs)
+            hand = dict(
+                ttft_ms=statistics.median(p for p, _ in runs) * 1000,
+                decode_ms_per_token=decode_s / (a.new - 1) * 1000,
+                decode_tokens_per_s=a.batch * (a.new - 1) / decode_s,
+            )
+            hand["generate_host_ms_per_token"] = out[side]["decode_ms_per_token"] - hand["decode_ms_per_token"]
+            out[f"hand_{side}"] = hand
+            print(f"hand {side}", json.dumps(hand), flush=True)
+        out["hand_decode_speedup"] = (
+            out["hand_eager"]["decode_ms_per_token"] / out["hand_compiled"]["decode_ms_per_token"]
+        )
     out["compile_config"] = str(getattr(model.generation_config, "compile_config", None))
     out["decode_speedup"] = out["eager"]["decode_ms_per_token"] / out["compiled"]["decode_ms_per_token"]
     print("decode speedup", round(out["decode_speedup"], 3), flush=True)

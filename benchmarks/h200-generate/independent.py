@@ -51,8 +51,11 @@ def timed_generate(model, ids, new: int, eager: bool, device: str) -> float:
     return time.perf_counter() - t0
 
 
-def hand_loop(model, ids, new: int, step, device: str) -> tuple[float, float]:
-    """One request by the hand-written loop: (prefill seconds, decode seconds of new - 1 tokens)."""
+def hand_loop(model, ids, new: int, step, device: str, wait: bool = False) -> tuple[float, float]:
+    """One request by the hand-written loop: (prefill seconds, decode seconds of new - 1 tokens).
+    `wait`: the host reads a flag of each new token before the next step, as generate's stopping
+    check does (`bool(unfinished_sequences.max() == 0)` in transformers' `_sample`), so that the host
+    cannot queue a step while the device runs the last one."""
     from transformers import StaticCache
 
     cache = hand_loop.caches.get(id(step))
@@ -68,10 +71,13 @@ def hand_loop(model, ids, new: int, step, device: str) -> tuple[float, float]:
         logits = model(input_ids=ids, past_key_values=cache, cache_position=pos, logits_to_keep=1).logits
         tok = logits[:, -1].argmax(-1, keepdim=True)
         sync()
+        positions = [torch.tensor([ids.shape[1] + i], device=device) for i in range(new - 1)]
+        sync()  # the positions made before the clock starts, as gpt-fast keeps its own on the device
         t1 = time.perf_counter()
-        for i in range(new - 1):
-            pos = torch.tensor([ids.shape[1] + i], device=device)
+        for pos in positions:
             tok = step(tok, cache, pos)
+            if wait:
+                bool(tok.max() < 0)  # a host read of the device: a sync per token
         sync()
         return t1 - t0, time.perf_counter() - t1
 
@@ -136,11 +142,15 @@ def main() -> None:
             for _ in range(2):  # compiles, then records the CUDA graph
                 hand_loop(model, ids, a.new, step, a.device)
             runs = [hand_loop(model, ids, a.new, step, a.device) for _ in range(a.repeats)]
+            waits = [hand_loop(model, ids, a.new, step, a.device, wait=True) for _ in range(a.repeats)]
             decode_s = statistics.median(d for _, d in runs)
+            wait_s = statistics.median(d for _, d in waits)
             hand = dict(
                 ttft_ms=statistics.median(p for p, _ in runs) * 1000,
                 decode_ms_per_token=decode_s / (a.new - 1) * 1000,
                 decode_tokens_per_s=a.batch * (a.new - 1) / decode_s,
+                # the same loop with a host read per token, as generate's stopping check
+                waiting_decode_ms_per_token=wait_s / (a.new - 1) * 1000,
             )
             # generate's own per-token cost around a forward of the same kind: the two measures' gap
             hand["generate_host_ms_per_token"] = (

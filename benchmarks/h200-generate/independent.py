@@ -26,6 +26,7 @@ import json
 import os
 import statistics
 import time
+from functools import partial
 
 import torch
 
@@ -51,17 +52,12 @@ def timed_generate(model, ids, new: int, eager: bool, device: str) -> float:
     return time.perf_counter() - t0
 
 
-def hand_loop(model, ids, new: int, step, device: str, wait: bool = False) -> tuple[float, float]:
-    """One request by the hand-written loop: (prefill seconds, decode seconds of new - 1 tokens).
+def hand_loop(model, ids, new: int, step, cache, device: str, wait: bool = False) -> tuple[float, float]:
+    """One request by the hand-written loop over `cache` (a side's own StaticCache, allocated once so
+    that its addresses stay put for CUDA graphs): (prefill seconds, decode seconds of new - 1 tokens).
     `wait`: the host reads a flag of each new token before the next step, as generate's stopping
     check does (`bool(unfinished_sequences.max() == 0)` in transformers' `_sample`), so that the host
     cannot queue a step while the device runs the last one."""
-    from transformers import StaticCache
-
-    cache = hand_loop.caches.get(id(step))
-    if cache is None:  # one cache per side, allocated once (its addresses stay put for CUDA graphs)
-        cache = StaticCache(config=model.config, max_cache_len=ids.shape[1] + new)
-        hand_loop.caches[id(step)] = cache
     cache.reset()
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     with torch.no_grad():
@@ -71,18 +67,17 @@ def hand_loop(model, ids, new: int, step, device: str, wait: bool = False) -> tu
         logits = model(input_ids=ids, past_key_values=cache, cache_position=pos, logits_to_keep=1).logits
         tok = logits[:, -1].argmax(-1, keepdim=True)
         sync()
+        prefill_s = time.perf_counter() - t0
+        # the positions made before the decode clock starts, as gpt-fast keeps its own on the device
         positions = [torch.tensor([ids.shape[1] + i], device=device) for i in range(new - 1)]
-        sync()  # the positions made before the clock starts, as gpt-fast keeps its own on the device
+        sync()
         t1 = time.perf_counter()
         for pos in positions:
             tok = step(tok, cache, pos)
             if wait:
                 bool(tok.max() < 0)  # a host read of the device: a sync per token
         sync()
-        return t1 - t0, time.perf_counter() - t1
-
-
-hand_loop.caches = {}
+        return prefill_s, time.perf_counter() - t1
 
 
 def decode_step_of(model):
@@ -136,13 +131,17 @@ def main() -> None:
         )
         print(side, json.dumps(out[side]), flush=True)
     if a.hand:  # the hand-written loop beside generate, in this process
+        from transformers import StaticCache
+
         eager_step = decode_step_of(model)
         compiled_step = torch.compile(decode_step_of(model), mode="reduce-overhead", fullgraph=True)
         for side, step in (("eager", eager_step), ("compiled", compiled_step)):
+            cache = StaticCache(config=model.config, max_cache_len=a.prompt + a.new)
+            one = partial(hand_loop, model, ids, a.new, step, cache, a.device)
             for _ in range(2):  # compiles, then records the CUDA graph
-                hand_loop(model, ids, a.new, step, a.device)
-            runs = [hand_loop(model, ids, a.new, step, a.device) for _ in range(a.repeats)]
-            waits = [hand_loop(model, ids, a.new, step, a.device, wait=True) for _ in range(a.repeats)]
+                one()
+            runs = [one() for _ in range(a.repeats)]
+            waits = [one(wait=True) for _ in range(a.repeats)]
             decode_s = statistics.median(d for _, d in runs)
             wait_s = statistics.median(d for _, d in waits)
             hand = dict(

@@ -14,8 +14,8 @@
 #   PART=b1p1024  batch 1, prompt 1024 only (3 jobs): the parity rule's check on the GPU (run4)
 #   PART=b64p1024 batch 64, prompt 1024 only (3 jobs): what run8's limit left of PART=b64
 #   LIMIT=seconds a part's sweep limit (default 570), for a call shorter than 10 minutes
-#   PART=loop     independent.py (transformers' generate, static cache, compiled by itself, and with
-#                 disable_compile=True) at batch 1 and 8, prompt 128, 128 new tokens
+#   PART=loop     independent.py --hand (transformers' generate, static cache, compiled by itself, and with
+#                 disable_compile=True; a hand-written loop and its per-token-wait variant) at batch 1 and 8, prompt 128, 128 new tokens
 #   device: PART=... bash benchmarks/h200-generate/run-gpu.sh      carry [".whl-lite"]
 #   CPU check first: PY=.venv/bin/python CPU=1 PART=... bash benchmarks/h200-generate/run-gpu.sh
 set -uo pipefail

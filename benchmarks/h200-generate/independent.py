@@ -73,11 +73,19 @@ def hand_loop(model, ids, new: int, step, cache, device: str, wait: bool = False
         sync()
         t1 = time.perf_counter()
         for pos in positions:
-            tok = step(tok, cache, pos)
+            # a copy out of the CUDA graph's output buffer, as gpt-fast takes one: the next replay
+            # overwrites that buffer, and cudagraph trees refuse it as the next step's input
+            tok = step(tok, cache, pos).clone()
             if wait:
                 bool(tok.max() < 0)  # a host read of the device: a sync per token
         sync()
         return prefill_s, time.perf_counter() - t1
+
+
+def save(out: dict, path: str | None) -> None:
+    if path:
+        with open(path, "w") as f:
+            json.dump(out, f, indent=1)
 
 
 def decode_step_of(model):
@@ -130,6 +138,7 @@ def main() -> None:
             frames_compiled_so_far=len(get_compilation_metrics()),
         )
         print(side, json.dumps(out[side]), flush=True)
+    save(out, a.out)  # generate's figures kept, should the hand loop fail
     if a.hand:  # the hand-written loop beside generate, in this process
         from transformers import StaticCache
 
@@ -163,9 +172,7 @@ def main() -> None:
     out["compile_config"] = str(getattr(model.generation_config, "compile_config", None))
     out["decode_speedup"] = out["eager"]["decode_ms_per_token"] / out["compiled"]["decode_ms_per_token"]
     print("decode speedup", round(out["decode_speedup"], 3), flush=True)
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump(out, f, indent=1)
+    save(out, a.out)
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ case "$part" in
     for b in 1 8; do
       # shellcheck disable=SC2086
       PYTHONPATH=$site timeout 280 $py benchmarks/h200-generate/independent.py $loop --hand --batch $b --prompt 128 \
-        --out "$work/loop-b$b.json" 2>&1 | tail -8 | tee -a "$work/log.txt"
+        --out "$work/loop-b$b.json" 2>&1 | tail -12 | tee -a "$work/log.txt"
       save
     done ;;
   *) echo "unknown PART=$part"; exit 2 ;;

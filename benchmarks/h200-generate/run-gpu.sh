@@ -13,6 +13,7 @@
 #   PART=points   the dynamic cache at batch 8, prompt 128: compile.dynamic automatic and true (2 jobs)
 #   PART=b1p1024  batch 1, prompt 1024 only (3 jobs): the parity rule's check on the GPU (run4)
 #   PART=b64p1024 batch 64, prompt 1024 only (3 jobs): what run8's limit left of PART=b64
+#   PART=bBpP     any batch B and prompt P alone (3 jobs), e.g. b64p128 to measure run8's unsteady point again
 #   LIMIT=seconds a part's sweep limit (default 570), for a call shorter than 10 minutes
 #   PART=loop     independent.py --hand (transformers' generate, static cache, compiled by itself, and with
 #                 disable_compile=True; a hand-written loop and its per-token-wait variant) at batch 1 and 8, prompt 128, 128 new tokens
@@ -53,7 +54,7 @@ case "$part" in
     size="workload.size=tiny generate.new_tokens=16 workload.config={max_position_embeddings:2048} ${CPU:+bench.device=cpu}"
     sweep 200 "sweep.points=[['generate.cache=dynamic','compile=default']] workload.batch_size=1 generate.prompt_len=128" ;;
   b1|b8|b64) sweep "${LIMIT:-570}" "sweep.points=[] workload.batch_size=${part#b}" ;;
-  b1p1024|b64p1024) b=${part%p1024}; sweep "${LIMIT:-570}" "sweep.points=[] workload.batch_size=${b#b} generate.prompt_len=1024" ;;
+  b*p*) b=${part%p*}; sweep "${LIMIT:-570}" "sweep.points=[] workload.batch_size=${b#b} generate.prompt_len=${part#*p}" ;;
   points) sweep 570 "sweep.points=[] workload.batch_size=8 generate.prompt_len=128 generate.cache=dynamic compile=default compile.dynamic=null,true" ;;
   loop)
     for b in 1 8; do

@@ -15,6 +15,7 @@
 #   PART=b64p1024 batch 64, prompt 1024 only (3 jobs): what run8's limit left of PART=b64
 #   PART=bBpP     any batch B and prompt P alone (3 jobs), e.g. b64p128 to measure run8's unsteady point again
 #   LIMIT=seconds a part's sweep limit (default 570), for a call shorter than 10 minutes
+#   PART=same     the eager control (sweep) and independent.py --hand at batch 1, prompt 128, in one call
 #   PART=loop     independent.py --hand (transformers' generate, static cache, compiled by itself, and with
 #                 disable_compile=True; a hand-written loop and its per-token-wait variant) at batch 1 and 8, prompt 128, 128 new tokens
 #   device: PART=... bash benchmarks/h200-generate/run-gpu.sh      carry [".whl-lite"]
@@ -56,8 +57,11 @@ case "$part" in
   b1|b8|b64) sweep "${LIMIT:-570}" "sweep.points=[] workload.batch_size=${part#b}" ;;
   b*p*) b=${part%p*}; sweep "${LIMIT:-570}" "sweep.points=[] workload.batch_size=${b#b} generate.prompt_len=${part#*p}" ;;
   points) sweep 570 "sweep.points=[] workload.batch_size=8 generate.prompt_len=128 generate.cache=dynamic compile=default compile.dynamic=null,true" ;;
+  same)  # the sweep's eager control and the loop at batch 1, prompt 128, in one call (one host)
+    sweep 240 "sweep.points=[] workload.batch_size=1 generate.prompt_len=128 compile=eager"
+    bs=1 ;&
   loop)
-    for b in 1 8; do
+    for b in ${bs:-1 8}; do
       # shellcheck disable=SC2086
       PYTHONPATH=$site timeout 280 $py benchmarks/h200-generate/independent.py $loop --hand --batch $b --prompt 128 \
         --out "$work/loop-b$b.json" 2>&1 | tail -12 | tee -a "$work/log.txt"

@@ -12,6 +12,7 @@
 #   PART=train-c  training: Qwen2, BART, ViT
 #   PART=train-t5 training: T5 (its random-ops check compiles twice: 150-235 s a job on the H200)
 #   LIMIT=seconds the sweep's limit (default 560)
+#   RESUME=DIR    a part's returned folder (unpacked, in the working tree so that it travels) to go on from
 #   device: PART=... WHEELS=.whl-lite bash benchmarks/h200-answers/run-gpu.sh   carry [".whl-lite"]
 #   CPU check first: PY=.venv/bin/python CPU=1 PART=... bash benchmarks/h200-answers/run-gpu.sh
 #                    (tiny sizes, two models a part: that each part runs, not its figures)
@@ -22,6 +23,8 @@ final=${OUT:-benchmarks/out}
 part=${PART:?PART=infer-a, infer-b, train-a, train-b, train-c or train-t5}
 work=/tmp/gpu-out-answers/$part
 mkdir -p "$work" "$final"
+# A part's returned folder (with its sweep/) to go on from on a fresh machine: its finished jobs are skipped
+[ -n "${RESUME:-}" ] && cp -r "$RESUME"/. "$work"/
 py=${PY:-python3}
 case "$part" in
   infer-a) task=infer; models=BertForMaskedLM,RobertaForMaskedLM,DistilBertForMaskedLM,AlbertForMaskedLM,GPT2LMHeadModel,GPT2ForSequenceClassification ;;

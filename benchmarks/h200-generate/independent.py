@@ -82,6 +82,31 @@ def hand_loop(model, ids, new: int, step, cache, device: str, wait: bool = False
         return prefill_s, time.perf_counter() - t1
 
 
+def events_loop(model, ids, new: int, step, cache, device: str) -> list[float]:
+    """The hand loop timed as the sweep times a request (ctx.timed_steps): an event (CUDA; the host
+    clock on a CPU) after every step, one synchronize at the end; each decode token's seconds."""
+    cache.reset()
+    with torch.no_grad():
+        pos = torch.arange(ids.shape[1], device=device)
+        logits = model(input_ids=ids, past_key_values=cache, cache_position=pos, logits_to_keep=1).logits
+        tok = logits[:, -1].argmax(-1, keepdim=True)
+        positions = [torch.tensor([ids.shape[1] + i], device=device) for i in range(new - 1)]
+        if device != "cuda":
+            marks = [time.perf_counter()]
+            for p in positions:
+                tok = step(tok, cache, p).clone()
+                marks.append(time.perf_counter())
+            return [b - a for a, b in zip(marks, marks[1:], strict=False)]
+        torch.cuda.synchronize()
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(len(positions) + 1)]
+        events[0].record()
+        for p, e in zip(positions, events[1:], strict=True):
+            tok = step(tok, cache, p).clone()
+            e.record()
+        events[-1].synchronize()
+        return [a.elapsed_time(b) / 1000 for a, b in zip(events, events[1:], strict=False)]
+
+
 def save(out: dict, path: str | None) -> None:
     if path:
         with open(path, "w") as f:
@@ -105,6 +130,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--hand", action="store_true", help="also the hand-written loop, and generate's own cost")
+    p.add_argument("--eager-only", action="store_true", help="the hand loop's eager side alone (no compile)")
     p.add_argument("--out")
     a = p.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -121,7 +147,7 @@ def main() -> None:
     import transformers
 
     out["transformers"] = transformers.__version__
-    for side, eager in (("eager", True), ("compiled", False)):
+    for side, eager in () if a.eager_only else (("eager", True), ("compiled", False)):
         first = timed_generate(model, ids, a.new, eager, a.device)  # the compiled side compiles here
         timed_generate(model, ids, 1, eager, a.device)
         whole = [timed_generate(model, ids, a.new, eager, a.device) for _ in range(a.repeats)]
@@ -144,7 +170,8 @@ def main() -> None:
 
         eager_step = decode_step_of(model)
         compiled_step = torch.compile(decode_step_of(model), mode="reduce-overhead", fullgraph=True)
-        for side, step in (("eager", eager_step), ("compiled", compiled_step)):
+        pairs = (("eager", eager_step),) + (() if a.eager_only else (("compiled", compiled_step),))
+        for side, step in pairs:
             cache = StaticCache(config=model.config, max_cache_len=a.prompt + a.new)
             one = partial(hand_loop, model, ids, a.new, step, cache, a.device)
             for _ in range(2):  # compiles, then records the CUDA graph
@@ -160,18 +187,24 @@ def main() -> None:
                 # the same loop with a host read per token, as generate's stopping check
                 waiting_decode_ms_per_token=wait_s / (a.new - 1) * 1000,
             )
-            # generate's own per-token cost around a forward of the same kind: the two measures' gap
-            hand["generate_host_ms_per_token"] = (
-                out[side]["decode_ms_per_token"] - hand["decode_ms_per_token"]
-            )
+            # the sweep's timer on the same loop: per-token events, each repetition's median, their median
+            timed = [events_loop(model, ids, a.new, step, cache, a.device) for _ in range(a.repeats)]
+            hand["events_decode_p50_ms"] = statistics.median(statistics.median(t) for t in timed) * 1000
+            hand["events_decode_mean_ms"] = statistics.median(statistics.fmean(t) for t in timed) * 1000
+            if side in out:  # generate's own per-token cost around a forward of the same kind
+                hand["generate_host_ms_per_token"] = (
+                    out[side]["decode_ms_per_token"] - hand["decode_ms_per_token"]
+                )
             out[f"hand_{side}"] = hand
             print(f"hand {side}", json.dumps(hand), flush=True)
-        out["hand_decode_speedup"] = (
-            out["hand_eager"]["decode_ms_per_token"] / out["hand_compiled"]["decode_ms_per_token"]
-        )
-    out["compile_config"] = str(getattr(model.generation_config, "compile_config", None))
-    out["decode_speedup"] = out["eager"]["decode_ms_per_token"] / out["compiled"]["decode_ms_per_token"]
-    print("decode speedup", round(out["decode_speedup"], 3), flush=True)
+        if not a.eager_only:
+            out["hand_decode_speedup"] = (
+                out["hand_eager"]["decode_ms_per_token"] / out["hand_compiled"]["decode_ms_per_token"]
+            )
+    if not a.eager_only:
+        out["compile_config"] = str(getattr(model.generation_config, "compile_config", None))
+        out["decode_speedup"] = out["eager"]["decode_ms_per_token"] / out["compiled"]["decode_ms_per_token"]
+        print("decode speedup", round(out["decode_speedup"], 3), flush=True)
     save(out, a.out)
 
 

@@ -15,6 +15,8 @@
 #   PART=b64p1024 batch 64, prompt 1024 only (3 jobs): what run8's limit left of PART=b64
 #   PART=bBpP     any batch B and prompt P alone (3 jobs), e.g. b64p128 to measure run8's unsteady point again
 #   LIMIT=seconds a part's sweep limit (default 570), for a call shorter than 10 minutes
+#   PART=gap      the eager step twice each way, alternating: independent.py's hand loop, eager only, and the
+#                 sweep's batch-1, prompt-128 eager control (each its own process): the loop's 9% in run12
 #   PART=same     the eager control (sweep) and independent.py --hand at batch 1, prompt 128, in one call
 #   PART=loop     independent.py --hand (transformers' generate, static cache, compiled by itself, and with
 #                 disable_compile=True; a hand-written loop and its per-token-wait variant) at batch 1 and 8, prompt 128, 128 new tokens
@@ -57,6 +59,18 @@ case "$part" in
   b1|b8|b64) sweep "${LIMIT:-570}" "sweep.points=[] workload.batch_size=${part#b}" ;;
   b*p*) b=${part%p*}; sweep "${LIMIT:-570}" "sweep.points=[] workload.batch_size=${b#b} generate.prompt_len=${part#*p}" ;;
   points) sweep 570 "sweep.points=[] workload.batch_size=8 generate.prompt_len=128 generate.cache=dynamic compile=default compile.dynamic=null,true" ;;
+  gap)  # the eager step, twice each way, alternating: the hand loop's eager side alone (host clock and
+        # per-token events) in a fresh process, then the sweep's eager control job in its own sweep
+    for i in 1 2; do
+      # shellcheck disable=SC2086
+      PYTHONPATH=$site timeout 150 $py benchmarks/h200-generate/independent.py $loop --hand --eager-only \
+        --batch 1 --prompt 128 --out "$work/loop-eager-$i.json" 2>&1 | tail -2 | tee -a "$work/log.txt"
+      # shellcheck disable=SC2086
+      PYTHONPATH=$site:$root timeout 200 $py -m orchestrator +sweep=generate bench=quick $size sweep.points=[] \
+        workload.batch_size=1 generate.prompt_len=128 compile=eager sweep.dir="$work/sweep-$i" logger=none \
+        verdict.follow_up=false 2>&1 | grep -E "^(ok|failed|hf) " | tee -a "$work/log.txt"
+      save
+    done ;;
   same)  # the sweep's eager control and the loop at batch 1, prompt 128, in one call (one host)
     sweep 240 "sweep.points=[] workload.batch_size=1 generate.prompt_len=128 compile=eager"
     bs=1 ;&

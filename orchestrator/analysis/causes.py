@@ -140,14 +140,28 @@ def _idle_causes(row: pd.Series) -> list[Cause]:
     cuda = bool(row.get(COL.env_cuda))
     compiled_kernels = kernel_ms(row.get(COL.compiled_time_split)) if cuda else None
     lever = None if row.get(COL.mode) == "reduce-overhead" else "compile.mode=reduce-overhead"
+    eager_kernels = kernel_ms(row.get(COL.eager_time_split)) if cuda else None
+    if busy is not None and eager_kernels is not None and eager_ms:
+        busy = eager_kernels / eager_ms  # the share of the timed step its kernels fill
     if busy is not None and eager_ms and busy < LAUNCH_BOUND:
-        eager_kernels = kernel_ms(row.get(COL.eager_time_split)) if cuda else None
-        idle = max(eager_ms - eager_kernels if eager_kernels is not None else eager_ms * (1 - busy), 0.0)
-        text = f"eager keeps the GPU busy {busy:.0%} of its step: launch-bound, {idle:.3g} ms a step idle"
-        if compiled_kernels is None:  # nothing measured of the compiled step's idle time: this is the lever's
-            found.append(Cause("launch_bound", busy, idle, text, lever))
-        else:
-            found.append(Cause("launch_bound", busy, idle, text, None, affects="gain"))
+        idle = eager_ms * (1 - busy)
+        said = (
+            f"eager's kernels fill {busy:.0%} of its {eager_ms:.3g} ms step"
+            if eager_kernels is not None
+            else f"eager keeps the GPU busy {busy:.0%} of its step"
+        )
+        text = f"{said}: launch-bound, {idle:.3g} ms a step idle"
+        gain_only = compiled_kernels is not None  # then `compiled_idle` carries the lever, measured
+        found.append(
+            Cause(
+                "launch_bound",
+                busy,
+                idle,
+                text,
+                None if gain_only else lever,
+                "gain" if gain_only else "step",
+            )
+        )
     idle = compiled_ms - compiled_kernels if compiled_ms and compiled_kernels is not None else 0.0
     if compiled_ms and idle >= SPLIT_SHARE * compiled_ms:
         text = (

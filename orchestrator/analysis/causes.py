@@ -2,7 +2,7 @@
 forward graph breaks leave eager, recompiles over the shape schedule and inside the timed steps,
 recompiles over a generation request and a frame past dynamo's recompile limit, CUDA-graph skips,
 and, from the profile pass (`verdict.profile`, or `bench.profile=true`), an eager step that leaves
-the GPU idle (launch-bound), a compiled step whose GPU waits between its kernels, the compiled
+the GPU idle (launch-bound) and a compiled step whose GPU waits between kernels (`idle.py`), the compiled
 call's own host overhead (guards, the compiled region's wrapper) and the kernels a step runs on each
 side (fusion). Each cause carries its number, the milliseconds of a step it accounts for where
 those are measured, and the setting that addresses it where one is known. Nothing here is inferred
@@ -15,12 +15,12 @@ from collections import Counter
 import pandas as pd
 
 from orchestrator.analysis.answers import Cause
+from orchestrator.analysis.idle import idle_causes
 from orchestrator.core.numbers import is_false, number
 from orchestrator.job.result import COL
 from orchestrator.results.present import duration
 
 LEFT_EAGER = 0.05  # a share of the forward left eager worth naming
-LAUNCH_BOUND = 0.5  # an eager step that keeps its GPU busy less than this is launch-bound
 FEWER_KERNELS = 1.5  # eager kernels over compiled worth naming as fusion
 OVERHEAD_SHARE = 0.1  # the compiled call's own overhead, as a share of its step, worth naming
 SPLIT_SHARE = 0.05  # a kind of kernel whose time moved by this share of the compiled step is named
@@ -83,7 +83,7 @@ def causes(row: pd.Series) -> list[Cause]:
     skipped = cudagraph_skips_text(row)
     if skipped is not None:
         found.append(Cause("cudagraph_skips", number(row.get(COL.cudagraph_skips)), None, skipped, None))
-    found += _idle_causes(row)
+    found += idle_causes(row)
     overhead, compiled_ms = (
         number(row.get(COL.compiled_overhead_ms_per_step)),
         number(row.get(COL.compiled_ms)),
@@ -116,60 +116,6 @@ def causes(row: pd.Series) -> list[Cause]:
     timed = [c for c in rest if c.ms_per_step is not None]
     untimed = [c for c in rest if c.ms_per_step is None]
     return first + sorted(timed, key=lambda c: -(c.ms_per_step or 0.0)) + untimed
-
-
-def kernel_ms(split: object) -> float | None:
-    """A side's GPU kernel milliseconds a step: its time split's sum, the host's share left out."""
-    if not isinstance(split, dict):
-        return None
-    return sum(number(v) or 0.0 for k, v in split.items() if k != "host")
-
-
-def _idle_causes(row: pd.Series) -> list[Cause]:
-    """An eager step that keeps its GPU busy under half its time (launch-bound), and a compiled step
-    whose GPU waits between its kernels. Idle milliseconds are the timed step less its profiled
-    kernels where the profile split them (kernel durations are what the profiler does not inflate:
-    its host-side cost lowers the busy fraction it reads), else the step times its idle fraction.
-    Eager's idle time is what compiling can take away, so it explains a gain; it is not why a compiled
-    step is slow, where the compiled step's own idle time is measured (affects `gain`, no lever): that
-    one carries `reduce-overhead`, whose CUDA graphs remove it."""
-    found: list[Cause] = []
-    busy, eager_ms = number(row.get(COL.eager_busy_fraction)), number(row.get(COL.eager_ms))
-    compiled_ms = number(row.get(COL.compiled_ms))
-    # a CPU's profile times ops, not a device's kernels: no idle device to measure there
-    cuda = bool(row.get(COL.env_cuda))
-    compiled_kernels = kernel_ms(row.get(COL.compiled_time_split)) if cuda else None
-    lever = None if row.get(COL.mode) == "reduce-overhead" else "compile.mode=reduce-overhead"
-    eager_kernels = kernel_ms(row.get(COL.eager_time_split)) if cuda else None
-    if busy is not None and eager_kernels is not None and eager_ms:
-        busy = eager_kernels / eager_ms  # the share of the timed step its kernels fill
-    if busy is not None and eager_ms and busy < LAUNCH_BOUND:
-        idle = eager_ms * (1 - busy)
-        said = (
-            f"eager's kernels fill {busy:.0%} of its {eager_ms:.3g} ms step"
-            if eager_kernels is not None
-            else f"eager keeps the GPU busy {busy:.0%} of its step"
-        )
-        text = f"{said}: launch-bound, {idle:.3g} ms a step idle"
-        gain_only = compiled_kernels is not None  # then `compiled_idle` carries the lever, measured
-        found.append(
-            Cause(
-                "launch_bound",
-                busy,
-                idle,
-                text,
-                None if gain_only else lever,
-                "gain" if gain_only else "step",
-            )
-        )
-    idle = compiled_ms - compiled_kernels if compiled_ms and compiled_kernels is not None else 0.0
-    if compiled_ms and idle >= SPLIT_SHARE * compiled_ms:
-        text = (
-            f"the compiled step leaves the GPU idle {idle:.3g} ms of its {compiled_ms:.3g} ms "
-            f"(its kernels take {compiled_kernels:.3g} ms)"
-        )
-        found.append(Cause("compiled_idle", idle / compiled_ms, idle, text, lever))
-    return found
 
 
 def _generation_causes(row: pd.Series) -> list[Cause]:

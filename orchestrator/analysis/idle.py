@@ -1,0 +1,60 @@
+"""Idle time, measured on both sides of a job on a GPU: a launch-bound eager step (its kernels fill
+under half of it) and a compiled step whose GPU waits between its kernels. A side's idle time is its
+timed step less the kernels its profile pass split by kind (kernel durations are what the profiler
+does not inflate: its own host cost lowers the busy fraction it reads, 28% against 50% for BERT-base
+inference's eager step on an H100, `benchmarks/h200-answers/`)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from orchestrator.analysis.answers import Cause
+from orchestrator.core.numbers import number
+from orchestrator.job.result import COL
+
+LAUNCH_BOUND = 0.5  # an eager step whose GPU is busy less than this share of it is launch-bound
+IDLE_SHARE = 0.05  # a compiled step's idle time worth naming, as a share of the step
+
+
+def kernel_ms(split: object) -> float | None:
+    """A side's GPU kernel milliseconds a step: its time split's sum, the host's share left out."""
+    if not isinstance(split, dict):
+        return None
+    return sum(number(v) or 0.0 for k, v in split.items() if k != "host")
+
+
+def idle_causes(row: pd.Series) -> list[Cause]:
+    """A launch-bound eager step (its GPU busy under half of it) and a compiled step whose GPU waits
+    between kernels. Idle time is the timed step less its profiled kernels where the profile split
+    them (the profiler's host cost lowers the busy fraction it reads, not kernel durations). Eager's
+    idle time is what compiling takes away: it explains a gain, not a slow compiled step; the compiled
+    step's own idle time carries `reduce-overhead`, whose CUDA graphs remove it."""
+    found: list[Cause] = []
+    busy, eager_ms = number(row.get(COL.eager_busy_fraction)), number(row.get(COL.eager_ms))
+    compiled_ms = number(row.get(COL.compiled_ms))
+    # a CPU's profile times ops, not a device's kernels: no idle device to measure there
+    cuda = bool(row.get(COL.env_cuda))
+    compiled_kernels = kernel_ms(row.get(COL.compiled_time_split)) if cuda else None
+    lever = None if row.get(COL.mode) == "reduce-overhead" else "compile.mode=reduce-overhead"
+    eager_kernels = kernel_ms(row.get(COL.eager_time_split)) if cuda else None
+    if busy is not None and eager_kernels is not None and eager_ms:
+        busy = eager_kernels / eager_ms  # the share of the timed step its kernels fill
+    if busy is not None and eager_ms and busy < LAUNCH_BOUND:
+        idle = eager_ms * (1 - busy)
+        said = (
+            f"eager's kernels fill {busy:.0%} of its {eager_ms:.3g} ms step"
+            if eager_kernels is not None
+            else f"eager keeps the GPU busy {busy:.0%} of its step"
+        )
+        text = f"{said}: launch-bound, {idle:.3g} ms a step idle"
+        # where the compiled step's idle time is measured, `compiled_idle` carries the lever
+        how = (None, "gain") if compiled_kernels is not None else (lever, "step")
+        found.append(Cause("launch_bound", busy, idle, text, *how))
+    idle = compiled_ms - compiled_kernels if compiled_ms and compiled_kernels is not None else 0.0
+    if compiled_ms and idle >= IDLE_SHARE * compiled_ms:
+        text = (
+            f"the compiled step leaves the GPU idle {idle:.3g} ms of its {compiled_ms:.3g} ms "
+            f"(its kernels take {compiled_kernels:.3g} ms)"
+        )
+        found.append(Cause("compiled_idle", idle / compiled_ms, idle, text, lever))
+    return found

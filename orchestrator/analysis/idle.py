@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from orchestrator.analysis.answers import Cause
+from orchestrator.config.schema import CUDAGRAPH_MODES
 from orchestrator.core.numbers import number
 from orchestrator.job.result import COL
 
@@ -17,10 +18,14 @@ IDLE_SHARE = 0.05  # a compiled step's idle time worth naming, as a share of the
 
 
 def kernel_ms(split: object) -> float | None:
-    """A side's GPU kernel milliseconds a step: its time split's sum, the host's share left out."""
+    """A side's GPU kernel milliseconds a step: its time split's sum, the host's share left out; None
+    where the profile split none (no pass, or a failed one: an empty split). A sum, not a union:
+    kernels that overlap on other streams (NCCL under DDP or FSDP) count twice, so idle time there
+    reads low, never below zero."""
     if not isinstance(split, dict):
         return None
-    return sum(number(v) or 0.0 for k, v in split.items() if k != "host")
+    total = sum(number(v) or 0.0 for k, v in split.items() if k != "host")
+    return total if total > 0 else None
 
 
 def idle_causes(row: pd.Series) -> list[Cause]:
@@ -35,10 +40,11 @@ def idle_causes(row: pd.Series) -> list[Cause]:
     # a CPU's profile times ops, not a device's kernels: no idle device to measure there
     cuda = bool(row.get(COL.env_cuda))
     compiled_kernels = kernel_ms(row.get(COL.compiled_time_split)) if cuda else None
-    lever = None if row.get(COL.mode) == "reduce-overhead" else "compile.mode=reduce-overhead"
+    # CUDA graphs already on (max-autotune's too): reduce-overhead would remove nothing more
+    lever = None if row.get(COL.mode) in CUDAGRAPH_MODES else "compile.mode=reduce-overhead"
     eager_kernels = kernel_ms(row.get(COL.eager_time_split)) if cuda else None
     if busy is not None and eager_kernels is not None and eager_ms:
-        busy = eager_kernels / eager_ms  # the share of the timed step its kernels fill
+        busy = min(eager_kernels / eager_ms, 1.0)  # the share of the timed step its kernels fill
     if busy is not None and eager_ms and busy < LAUNCH_BOUND:
         idle = eager_ms * (1 - busy)
         said = (

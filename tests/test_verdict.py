@@ -492,8 +492,6 @@ def test_where_the_step_time_moved_is_a_cause_with_a_lever_only_where_it_acts(te
         eager_time_split={"matmul": 5.0, "elementwise": 4.0},
         compiled_time_split={"matmul": 9.0, "fused": 1.0},
         num_matmul_precision="highest",
-        eager_ms=9.2,  # the steps about as long as their kernels: no idle time to name
-        compiled_ms=10.25,
     )
     for device, cuda in (("gpu", "13.0"), ("cpu", None)):
         slow = gain("default", 0.8, 0.75, 0.85, 10.0, env_cuda=cuda, **split)
@@ -531,7 +529,6 @@ def test_where_the_step_time_moved_is_a_cause_with_a_lever_only_where_it_acts(te
     assert follow_up_specs(compute(df, plan, VerdictConfig()), df, str(tmp_path / "cpu")) == []
     # Both sides fused their attention, with other kernels: the cause names which each side ran.
     other = dict(eager_time_split={"attention": 1.0}, compiled_time_split={"attention": 5.0})
-    other |= dict(eager_ms=4.16, compiled_ms=5.2)
     other |= dict(eager_attention_backend="flash", compiled_attention_backend="efficient")
     plant(
         tmp_path / "other",
@@ -545,15 +542,17 @@ def test_where_the_step_time_moved_is_a_cause_with_a_lever_only_where_it_acts(te
 def test_a_launch_bound_eager_explains_a_gain_not_a_slow_compiled_step(template, tmp_path):
     """BERT-base MLM inference's figures on an H100 (benchmarks/h200-answers/run1-infer-a-h100, job
     4433cf97239c; its eager step planted at 14 ms, not 12.6, so that its kernels' share, 45%, is
-    clear of the launch-bound line): compiled 1.02x. The answer names the compiled step's slower
-    matmuls (attention as matmuls), not eager's idle time; the compiled step's own idle time (its step
-    less its kernels, 1.07 ms) carries reduce-overhead; the follow-up takes the attention lever; a
-    failed profile pass (empty splits) names no idle time."""
+    clear of the launch-bound line): compiled 1.02x. Kernel time is what the profile measured, the
+    busy fraction of the profiled step (22.6 and 22.0 ms, longer than the timed ones). The answer
+    names the compiled step's slower matmuls (attention as matmuls), not eager's idle time; the
+    compiled step's own idle time (its step less its kernels, 1.07 ms) carries reduce-overhead; the
+    follow-up takes the attention lever; a failed profile pass names no idle time."""
     from orchestrator.analysis.follow_up import follow_up_specs
 
     bert = gain(
         "default", 1.019, 1.006, 1.047, 16.0, env_cuda="13.0", eager_ms=14.0, compiled_ms=12.402,
-        eager_busy_fraction=0.279, compiled_busy_fraction=0.515, num_sdp_reduced_math=False,
+        eager_busy_fraction=0.2793, eager_profile_step_ms=22.615, num_sdp_reduced_math=False,
+        compiled_busy_fraction=0.5154, compiled_profile_step_ms=21.99,
         eager_time_split={"matmul": 2.773, "elementwise": 1.966, "copy": 1.134, "attention": 0.444},
         compiled_time_split={"matmul": 7.511, "fused": 3.813, "copy": 0.009},
         eager_attention_backend="cudnn", compiled_attention_backend="none fused",
@@ -563,7 +562,9 @@ def test_a_launch_bound_eager_explains_a_gain_not_a_slow_compiled_step(template,
     kinds = {c["kind"]: c for c in v["causes"]}
     launch, idle = kinds["launch_bound"], kinds["compiled_idle"]
     assert launch["lever"] is None and launch["affects"] == "gain", launch
-    assert launch["ms_per_step"] == pytest.approx(14.0 - 6.317, abs=0.01), "the step less its kernels"
+    assert launch["ms_per_step"] == pytest.approx(14.0 - 0.2793 * 22.615, abs=0.01), (
+        "the step less its kernels"
+    )
     assert (
         idle["ms_per_step"] == pytest.approx(1.069, abs=0.01)
         and idle["lever"] == "compile.mode=reduce-overhead"
@@ -575,15 +576,16 @@ def test_a_launch_bound_eager_explains_a_gain_not_a_slow_compiled_step(template,
     assert spec.lever == "bench.sdp_reduced_math=true"
     # The same eager step where compiled gains: its idle time is why compiled is faster.
     fast = dict(bert, speedup=2.0, speedup_ci_low=1.9, speedup_ci_high=2.1, compiled_ms=6.3)
-    fast["compiled_time_split"] = {"matmul": 2.7, "fused": 3.1}
+    fast |= dict(compiled_time_split={"matmul": 2.7, "fused": 3.1}, compiled_profile_step_ms=6.5)
     plant(tmp_path / "fast", template, [CONTROL, fast])
     (f,) = verdict_of(tmp_path / "fast")["models"]
     assert (
         f["cause"]
         == "why faster: eager's kernels fill 45% of its 14 ms step: launch-bound, 7.68 ms a step idle"
     )
-    # A failed profile pass leaves empty splits: no idle time is read from them.
-    failed = dict(bert, eager_time_split={}, compiled_time_split={})
+    # A failed profile pass leaves its figures empty: no idle time is read from them.
+    failed = dict(bert, eager_time_split={}, compiled_time_split={}, eager_busy_fraction=None)
+    failed |= dict(compiled_busy_fraction=None, eager_profile_step_ms=None, compiled_profile_step_ms=None)
     plant(tmp_path / "failed", template, [CONTROL, failed])
     (x,) = verdict_of(tmp_path / "failed")["models"]
     assert "compiled_idle" not in {c["kind"] for c in x["causes"]}, x["causes"]

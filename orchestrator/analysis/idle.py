@@ -1,8 +1,9 @@
 """Idle time, measured on both sides of a job on a GPU: a launch-bound eager step (its kernels fill
-under half of it) and a compiled step whose GPU waits between its kernels. A side's idle time is its
-timed step less the kernels its profile pass split by kind (kernel durations are what the profiler
-does not inflate: its own host cost lowers the busy fraction it reads, 28% against 50% for BERT-base
-inference's eager step on an H100, `benchmarks/h200-answers/`)."""
+under half of it) and a compiled step whose GPU waits between its kernels. A side's kernel time is
+what its profile pass measured, the union of its kernel intervals a step (`busy_fraction` of the
+profiled step); its idle time is its timed step less that. The profiled step is longer than the
+timed one (the profiler's own host cost), so its busy fraction alone reads idle time high: 28%
+against 50% for BERT-base inference's eager step on an H100 (`benchmarks/h200-answers/`)."""
 
 from __future__ import annotations
 
@@ -17,33 +18,25 @@ LAUNCH_BOUND = 0.5  # an eager step whose GPU is busy less than this share of it
 IDLE_SHARE = 0.05  # a compiled step's idle time worth naming, as a share of the step
 
 
-def kernel_ms(split: object) -> float | None:
-    """A side's GPU kernel milliseconds a step: its time split's sum, the host's share left out; None
-    where the profile split none (no pass, or a failed one: an empty split). A sum, not a union:
-    kernels that overlap on other streams (NCCL under DDP or FSDP) count twice, so idle time there
-    reads low, never below zero."""
-    if not isinstance(split, dict):
-        return None
-    total = sum(number(v) or 0.0 for k, v in split.items() if k != "host")
-    return total if total > 0 else None
+def kernel_ms(row: pd.Series, side: str) -> float | None:
+    """A side's GPU kernel milliseconds a step, as its profile pass measured them; None where it
+    measured none (a CPU, no pass, a failed one, an older result without the profiled step)."""
+    busy = number(row.get(getattr(COL, f"{side}_busy_fraction")))
+    step = number(row.get(getattr(COL, f"{side}_profile_step_ms")))
+    return busy * step if busy and step else None
 
 
 def idle_causes(row: pd.Series) -> list[Cause]:
-    """A launch-bound eager step (its GPU busy under half of it) and a compiled step whose GPU waits
-    between kernels. Idle time is the timed step less its profiled kernels where the profile split
-    them (the profiler's host cost lowers the busy fraction it reads, not kernel durations). Eager's
-    idle time is what compiling takes away: it explains a gain, not a slow compiled step; the compiled
+    """A launch-bound eager step and a compiled step whose GPU waits between kernels. Eager's idle
+    time is what compiling takes away: it explains a gain, not a slow compiled step; the compiled
     step's own idle time carries `reduce-overhead`, whose CUDA graphs remove it."""
     found: list[Cause] = []
-    busy, eager_ms = number(row.get(COL.eager_busy_fraction)), number(row.get(COL.eager_ms))
-    compiled_ms = number(row.get(COL.compiled_ms))
-    # a CPU's profile times ops, not a device's kernels: no idle device to measure there
-    cuda = bool(row.get(COL.env_cuda))
-    compiled_kernels = kernel_ms(row.get(COL.compiled_time_split)) if cuda else None
+    eager_ms, compiled_ms = number(row.get(COL.eager_ms)), number(row.get(COL.compiled_ms))
+    eager_kernels, compiled_kernels = kernel_ms(row, "eager"), kernel_ms(row, "compiled")
     # CUDA graphs already on (max-autotune's too): reduce-overhead would remove nothing more
     lever = None if row.get(COL.mode) in CUDAGRAPH_MODES else "compile.mode=reduce-overhead"
-    eager_kernels = kernel_ms(row.get(COL.eager_time_split)) if cuda else None
-    if busy is not None and eager_kernels is not None and eager_ms:
+    busy = number(row.get(COL.eager_busy_fraction))  # an older result's, of the profiled step
+    if eager_kernels is not None and eager_ms:
         busy = min(eager_kernels / eager_ms, 1.0)  # the share of the timed step its kernels fill
     if busy is not None and eager_ms and busy < LAUNCH_BOUND:
         idle = eager_ms * (1 - busy)

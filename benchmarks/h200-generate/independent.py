@@ -52,24 +52,34 @@ def timed_generate(model, ids, new: int, eager: bool, device: str) -> float:
     return time.perf_counter() - t0
 
 
+def prefill(model, ids, cache, device: str) -> torch.Tensor:
+    """The prompt's forward over `cache` (reset first): its greedy token."""
+    cache.reset()
+    pos = torch.arange(ids.shape[1], device=device)
+    logits = model(input_ids=ids, past_key_values=cache, cache_position=pos, logits_to_keep=1).logits
+    return logits[:, -1].argmax(-1, keepdim=True)
+
+
+def decode_positions(ids, new: int, device: str) -> list[torch.Tensor]:
+    """The decode steps' positions, made before a decode clock starts (gpt-fast keeps its own on the
+    device)."""
+    return [torch.tensor([ids.shape[1] + i], device=device) for i in range(new - 1)]
+
+
 def hand_loop(model, ids, new: int, step, cache, device: str, wait: bool = False) -> tuple[float, float]:
     """One request by the hand-written loop over `cache` (a side's own StaticCache, allocated once so
     that its addresses stay put for CUDA graphs): (prefill seconds, decode seconds of new - 1 tokens).
     `wait`: the host reads a flag of each new token before the next step, as generate's stopping
     check does (`bool(unfinished_sequences.max() == 0)` in transformers' `_sample`), so that the host
     cannot queue a step while the device runs the last one."""
-    cache.reset()
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     with torch.no_grad():
         sync()
         t0 = time.perf_counter()
-        pos = torch.arange(ids.shape[1], device=device)
-        logits = model(input_ids=ids, past_key_values=cache, cache_position=pos, logits_to_keep=1).logits
-        tok = logits[:, -1].argmax(-1, keepdim=True)
+        tok = prefill(model, ids, cache, device)
         sync()
         prefill_s = time.perf_counter() - t0
-        # the positions made before the decode clock starts, as gpt-fast keeps its own on the device
-        positions = [torch.tensor([ids.shape[1] + i], device=device) for i in range(new - 1)]
+        positions = decode_positions(ids, new, device)
         sync()
         t1 = time.perf_counter()
         for pos in positions:
@@ -85,12 +95,8 @@ def hand_loop(model, ids, new: int, step, cache, device: str, wait: bool = False
 def events_loop(model, ids, new: int, step, cache, device: str) -> list[float]:
     """The hand loop timed as the sweep times a request (ctx.timed_steps): an event (CUDA; the host
     clock on a CPU) after every step, one synchronize at the end; each decode token's seconds."""
-    cache.reset()
     with torch.no_grad():
-        pos = torch.arange(ids.shape[1], device=device)
-        logits = model(input_ids=ids, past_key_values=cache, cache_position=pos, logits_to_keep=1).logits
-        tok = logits[:, -1].argmax(-1, keepdim=True)
-        positions = [torch.tensor([ids.shape[1] + i], device=device) for i in range(new - 1)]
+        tok, positions = prefill(model, ids, cache, device), decode_positions(ids, new, device)
         if device != "cuda":
             marks = [time.perf_counter()]
             for p in positions:

@@ -10,10 +10,12 @@ import math
 import re
 import shutil
 
+import pandas as pd
 import pytest
 from conftest import FAST, TESTS, results, run_cli
 
 from orchestrator.analysis.answers import Verdict
+from orchestrator.analysis.causes import causes
 from orchestrator.analysis.verdict import compute, lines
 from orchestrator.config.schema import VerdictConfig
 from orchestrator.core.files import PLAN_FILE, RESULT_FILE, read_plan, write_json_atomic
@@ -583,6 +585,41 @@ def test_a_launch_bound_eager_explains_a_gain_not_a_slow_compiled_step(template,
         f["cause"]
         == "why faster: eager's kernels fill 45% of its 14 ms step: launch-bound, 7.68 ms a step idle"
     )
+    # Its sdp follow-up as it ran (run2-infer-a-sdp-h100, job a83759bfb032): the lever took the
+    # matmuls from 7.51 to 3.90 ms and the compiled step from 12.4 to 8.63 ms, but eager read 7.89 ms
+    # in that job against 14 here: said, both ways; what still slows it names the next lever (CUDA
+    # graphs), not TF32 (no float32 matmul is left for it); an older follow-up with another lever is
+    # not the one reported.
+    plan = read_plan(tmp_path)
+    named_id = next(j for j, p in plan.items() if p["axes"]["compile.mode"] == "default")
+    sdp = dict(bert, eager_ms=7.89, compiled_ms=8.626, speedup=0.906, speedup_ci_low=0.857)
+    sdp |= dict(speedup_ci_high=0.943, num_sdp_reduced_math=True, graph_matmuls=98, graph_fp32_matmuls=0)
+    sdp |= dict(num_matmul_precision="highest")
+    sdp |= dict(eager_busy_fraction=0.3738, eager_profile_step_ms=16.92, compiled_busy_fraction=0.4767)
+    sdp |= dict(compiled_profile_step_ms=14.79, compiled_time_split={"matmul": 3.902, "fused": 3.119})
+    for job_id, lever, extra in (
+        ("0" * 12, "compile.mode=reduce-overhead", dict(mode="reduce-overhead")),
+        ("f" * 12, "bench.sdp_reduced_math=true", {}),
+    ):
+        follow = dict(template, job_id=job_id, label="follow", axes={}, workload="gpt", task="train")
+        follow |= dict(size="gpt2", status="ok", parity_ok=True, follow_up_of=named_id, lever=lever)
+        write_json_atomic(tmp_path / "jobs" / job_id / RESULT_FILE, follow | sdp | extra)
+    found = verdict_of(tmp_path)
+    f = found["models"][0]["follow_up"]
+    assert f["lever"] == "bench.sdp_reduced_math=true" and f["cause"] == "matmul_slower", f
+    assert f["moved"] == (
+        "with it: matmul kernels 3.9 ms a compiled step (was 7.51 ms); "
+        "steps: compiled 8.63 ms (was 12.4 ms), eager 7.89 ms (was 14 ms)"
+    ), f["moved"]
+    assert f["still"].startswith("the compiled step leaves the GPU idle 1.58 ms"), f["still"]
+    assert f["next_lever"] == "compile.mode=reduce-overhead", f
+    (matmul,) = [c for c in causes(pd.Series(template | sdp)) if c.kind == "matmul_slower"]
+    assert matmul.lever is None, "TF32 with no float32 matmul left to run on it does nothing"
+    with_fp32 = pd.Series(template | sdp | dict(graph_fp32_matmuls=24))
+    levers = [c.lever for c in causes(with_fp32) if c.kind == "matmul_slower"]
+    assert levers == ["bench.matmul_precision=high"], levers
+    printed = lines(Verdict.from_dict(found))
+    assert f"    still: {f['still']} (next lever: compile.mode=reduce-overhead)" in printed, printed
     # A failed profile pass leaves its figures empty: no idle time is read from them.
     failed = dict(bert, eager_time_split={}, compiled_time_split={}, eager_busy_fraction=None)
     failed |= dict(compiled_busy_fraction=None, eager_profile_step_ms=None, compiled_profile_step_ms=None)

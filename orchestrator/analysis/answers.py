@@ -44,6 +44,9 @@ class FollowUp:
     net_saved_s: NUMBER = None  # over the same run, net of its own compile
     payback_steps: NUMBER = None  # its compile over its seconds saved per step
     why: str = ""  # the sentence printed
+    moved: str = ""  # what the lever moved, each figure in both jobs (its cause's kernels, both steps)
+    still: str = ""  # the follow-up's own largest cause still slowing its step, with its number
+    next_lever: str | None = None  # that cause's setting, to stack on the lever, where one is known
 
 
 @dataclass

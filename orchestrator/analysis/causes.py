@@ -146,8 +146,9 @@ def _kind_lever(row: pd.Series, kind: str, attention_as_matmuls: bool) -> str | 
         return None
     if kind == "matmul" and attention_as_matmuls and is_false(row.get(COL.num_sdp_reduced_math)):
         return "bench.sdp_reduced_math=true"
-    if kind == "matmul" and row.get(COL.num_matmul_precision) == "highest":
-        return "bench.matmul_precision=high"  # float32 matmuls on TF32 tensor cores
+    fp32 = number(row.get(COL.graph_fp32_matmuls))  # None: an older result, not counted
+    if kind == "matmul" and row.get(COL.num_matmul_precision) == "highest" and fp32 != 0:
+        return "bench.matmul_precision=high"  # float32 matmuls on TF32 tensor cores; none: it does nothing
     if kind == "attention" and is_false(row.get(COL.num_sdp_reduced_math)):
         return "bench.sdp_reduced_math=true"  # the math attention kernel reducing in bf16/fp16
     return None
@@ -160,14 +161,20 @@ def _pointwise(split: dict) -> dict:
     return out | ({"elementwise": both} if "fused" in split or "elementwise" in split else {})
 
 
+def kind_split(row: pd.Series, side: str) -> dict:
+    """A side's milliseconds a step by kind of kernel, inductor's fused kernels counted as
+    elementwise; {} where the profile measured none."""
+    split = row.get(getattr(COL, f"{side}_time_split"))
+    return _pointwise(split) if isinstance(split, dict) else {}
+
+
 def _split_causes(row: pd.Series) -> list[Cause]:
     """Where the step's time moved between the sides, by kind of kernel (the profile's time split):
     a kind that takes longer compiled is a cause of slowness, one that takes less a cause of a gain."""
-    eager, compiled = row.get(COL.eager_time_split), row.get(COL.compiled_time_split)
+    eager, compiled = kind_split(row, "eager"), kind_split(row, "compiled")
     compiled_ms = number(row.get(COL.compiled_ms))
-    if not isinstance(eager, dict) or not isinstance(compiled, dict) or not compiled_ms:
+    if not eager or not compiled or not compiled_ms:
         return []
-    eager, compiled = _pointwise(eager), _pointwise(compiled)
     # Eager ran a fused attention kernel and the compiled step none: its attention runs as matmuls.
     as_matmuls = (number(eager.get("attention")) or 0.0) > 0 and not number(compiled.get("attention"))
     out = []

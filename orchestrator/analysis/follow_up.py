@@ -5,17 +5,22 @@ model measures the named setting with that lever applied, so that the verdict gi
 One follow-up per model, for its largest cause with a lever; none where the sweep already measures
 that lever for the model, or where it does nothing on the device (CUDA graphs on a CPU). Follow-up
 rows carry `follow_up_of` and `lever`; the suite summary, `compare` and the upgrade A/B leave them out.
+What the lever moved is read from both jobs' own figures (`lever_effect`), and the follow-up's own
+largest remaining cause names the next lever to stack on it.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pandas as pd
 
-from orchestrator.analysis.answers import Verdict
+from orchestrator.analysis.answers import Cause, FollowUp, Verdict
+from orchestrator.analysis.causes import causes, kind_split
 from orchestrator.config.plan import job_id_of
 from orchestrator.config.spec import JobSpec, to_job_config
+from orchestrator.core.numbers import number
 from orchestrator.job.result import COL, keys_of
 
 # Levers that do nothing on a CPU: CUDA graphs, TF32, the math attention kernel's reduced precision.
@@ -75,3 +80,55 @@ def follow_up_specs(verdict: Verdict, df: pd.DataFrame, sweep_dir: str) -> list[
             out.append(spec)
             break
     return out
+
+
+def _ms(value: float | None) -> str:
+    return f"{value:.3g} ms" if value is not None else "?"
+
+
+def lever_effect(named: pd.Series, follow: pd.Series, cause: str) -> tuple[str, Cause | None]:
+    """What the lever moved, each figure measured in both jobs (the named setting's, then with the
+    lever): the kind of kernel its cause named (`matmul_slower`: matmul kernels a compiled step), and
+    both sides' steps (a launch-bound eager step moves with the host between jobs, and the speedup
+    with it); and the follow-up's own largest cause that still slows its step, if any."""
+    said = []
+    kind = cause.rsplit("_", 1)[0] if cause.endswith(("_slower", "_faster")) else None
+    if kind:
+        was, now = (kind_split(r, "compiled").get(kind) for r in (named, follow))
+        if was is not None and now is not None:
+            said.append(f"{kind} kernels {_ms(now)} a compiled step (was {_ms(was)})")
+    steps = []
+    for side in ("compiled", "eager"):
+        key = getattr(COL, f"{side}_ms")
+        was, now = number(named.get(key)), number(follow.get(key))
+        if was and now:
+            steps.append(f"{side} {_ms(now)} (was {_ms(was)})")
+    said += ["steps: " + ", ".join(steps)] if steps else []
+    still = [
+        c
+        for c in causes(follow)
+        if c.affects == "step" and c.kind != "fusion" and not c.kind.endswith("_faster")
+    ]
+    return ("with it: " + "; ".join(said)) if said else "", (still[0] if still else None)
+
+
+def chosen(ran: pd.DataFrame, found: list[Cause]) -> pd.Series:
+    """The follow-up of a model to report, of those that ran (an older sweep's causes may have named
+    another lever): the one for its largest cause with a lever now, else the last."""
+    levers = [c.lever for c in found if c.lever]
+    for_now = ran[ran[COL.lever] == levers[0]] if levers else ran.iloc[0:0]
+    return (for_now if len(for_now) else ran).iloc[-1]
+
+
+def with_effect(answer: FollowUp, named: pd.Series, follow: pd.Series) -> FollowUp:
+    """A passed follow-up's answer with what its lever moved and what still slows its step."""
+    moved, still = lever_effect(named, follow, answer.cause)
+    what = dict(still=still.text, next_lever=still.lever) if still else {}
+    return dataclasses.replace(answer, moved=moved, **what)
+
+
+def follow_up_lines(f: FollowUp) -> list[str]:
+    """What the lever moved, and what still slows the follow-up's step (with the next lever)."""
+    lever = f" (next lever: {f.next_lever})" if f.next_lever else ""
+    still = f"still: {f.still}{lever}" if f.still else ""
+    return [line for line in (f.moved, still) if line]

@@ -17,7 +17,7 @@ import pandas as pd
 
 from orchestrator.analysis.answers import FollowUp, ModelVerdict, Verdict
 from orchestrator.analysis.causes import cause_line, causes, cudagraph_skips_text, top_break_reason
-from orchestrator.analysis.follow_up import main_rows
+from orchestrator.analysis.follow_up import chosen, follow_up_lines, main_rows, with_effect
 from orchestrator.analysis.serving import batch_lines, request_run
 from orchestrator.analysis.suite import MEMORY_RATIO, passed_job, setting_text, suite_lines, suite_summary
 from orchestrator.analysis.trust import distrust, remedy
@@ -241,9 +241,12 @@ def compute(df: pd.DataFrame, plan: dict[str, Any], vc: VerdictConfig) -> Verdic
     for v in verdicts:  # the answer with its lever, where a follow-up of the named setting ran
         ran = follow[follow[COL.follow_up_of] == v.job_id]
         if len(ran):
-            answer = follow_up_answer(ran.iloc[-1], vc)
+            row = chosen(ran, v.causes)
+            answer = follow_up_answer(row, vc)
             kinds = [c.kind for c in v.causes if c.lever == answer.lever]
             v.follow_up = dataclasses.replace(answer, cause=kinds[0] if kinds else "")
+            if passed_job(row):  # what the lever moved, and what is left
+                v.follow_up = with_effect(v.follow_up, df[df[COL.job_id] == v.job_id].iloc[0], row)
     suite = suite_summary(df.assign(_model=names), settings) if len(verdicts) > 1 else None
     serving = batch_lines(df, verdicts, models)
     return Verdict(vc.steps, vc.serve_s, str(vc.cache), shared, verdicts, suite, serving, vc.requests)
@@ -270,6 +273,7 @@ def lines(verdict: Verdict) -> list[str]:
         )
         out += [f"  {'; '.join(more)}"] if more else []  # the model's second line, only when there is news
         out += [f"  follow-up {v.follow_up.why}"] if v.follow_up else []
+        out += [f"    {line}" for line in follow_up_lines(v.follow_up)] if v.follow_up else []
     out += verdict.serving
     if verdict.suite:
         out += suite_lines(verdict.suite, PLAIN_WIDTH)

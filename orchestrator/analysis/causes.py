@@ -149,7 +149,8 @@ def _kind_lever(row: pd.Series, kind: str, attention_as_matmuls: bool) -> str | 
     fp32 = number(row.get(COL.graph_fp32_matmuls))  # None: an older result, not counted
     if kind == "matmul" and row.get(COL.num_matmul_precision) == "highest" and fp32 != 0:
         return "bench.matmul_precision=high"  # float32 matmuls on TF32 tensor cores; none: it does nothing
-    if kind == "attention" and is_false(row.get(COL.num_sdp_reduced_math)):
+    math = "math" in str(row.get(COL.compiled_attention_backend))  # a fused kernel's time it does not move
+    if kind == "attention" and math and is_false(row.get(COL.num_sdp_reduced_math)):
         return "bench.sdp_reduced_math=true"  # the math attention kernel reducing in bf16/fp16
     return None
 
@@ -166,6 +167,21 @@ def kind_split(row: pd.Series, side: str) -> dict:
     elementwise; {} where the profile measured none."""
     split = row.get(getattr(COL, f"{side}_time_split"))
     return _pointwise(split) if isinstance(split, dict) else {}
+
+
+def _masks_text(row: pd.Series) -> str:
+    """Where the compiled graph passes its attention calls a mask (or bias) more often than eager's
+    forward does (transformers builds the causal mask while dynamo traces, before torch 2.14), how
+    often each side does; '' where as often, or not counted."""
+    graph, masked = number(row.get(COL.graph_attention)), number(row.get(COL.graph_masked_attention))
+    eager = number(row.get(COL.forward_attention))
+    eager_masked = number(row.get(COL.forward_masked_attention))
+    if not graph or masked is None or eager_masked is None or masked <= eager_masked:
+        return ""
+    return (
+        f"; the compiled graph passes a mask to {masked:.0f} of its {graph:.0f} attention calls, "
+        f"eager to {eager_masked:.0f} of {eager or 0:.0f}"
+    )
 
 
 def _split_causes(row: pd.Series) -> list[Cause]:
@@ -191,6 +207,8 @@ def _split_causes(row: pd.Series) -> list[Cause]:
         ran = [b if isinstance(b, str) else "" for b in ran]  # older results: absent, or NaN in a table
         if kind == "attention" and ran[0] and ran[0] != ran[1]:  # which attention kernel each side ran
             text += f" ({ran[0]} eager, {ran[1]} compiled)"
+        if kind == "attention" and slower:
+            text += _masks_text(row)
         if kind == "matmul" and slower and as_matmuls:
             eagers = f"eager's {ran[0]}" if ran[0] else "eager's"
             text += (

@@ -58,17 +58,24 @@ _MATMULS = {"mm", "addmm", "bmm", "baddbmm"}
 
 class _CountOps(TorchDispatchMode):
     """Counts ATen operator calls (the unit of the compiled fraction), and of them the matmuls and
-    those in float32 (autocast has cast its matmuls before they reach this mode)."""
+    those in float32 (autocast has cast its matmuls before they reach this mode), and the fused
+    attention calls (a backend's `_scaled_dot_product_*` op) and those passed a mask or bias tensor
+    (query, key and value are its first three arguments; a causal call without a mask passes none)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.calls = self.matmuls = self.fp32_matmuls = 0
+        self.calls = self.matmuls = self.fp32_matmuls = self.attention = self.masked_attention = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         self.calls += 1
-        if func.overloadpacket.__name__ in _MATMULS:
+        name = func.overloadpacket.__name__
+        if name in _MATMULS:
             self.matmuls += 1
             self.fp32_matmuls += any(isinstance(a, torch.Tensor) and a.dtype == torch.float32 for a in args)
+        elif "scaled_dot_product" in name and not name.endswith("backward"):
+            self.attention += 1
+            rest = [*args[3:], *(kwargs or {}).values()]
+            self.masked_attention += any(isinstance(a, torch.Tensor) for a in rest)
         return func(*args, **(kwargs or {}))
 
 
@@ -133,6 +140,10 @@ def explain(ctx: JobContext) -> Explain:
         forward_ops=everything.calls,
         graph_matmuls=in_graphs.matmuls,
         graph_fp32_matmuls=in_graphs.fp32_matmuls,
+        graph_attention=in_graphs.attention,
+        graph_masked_attention=in_graphs.masked_attention,
+        forward_attention=everything.attention,
+        forward_masked_attention=everything.masked_attention,
     )
 
 

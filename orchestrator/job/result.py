@@ -143,6 +143,14 @@ class Explain:
     """Matmul calls (mm, addmm, bmm, baddbmm) inside the captured graphs in one forward."""
     graph_fp32_matmuls: int | None = None
     """Of those, the ones that ran in float32 (TF32 speeds them on a GPU, `bench.matmul_precision=high`)."""
+    graph_attention: int | None = None
+    """Fused attention calls (a backend's `_scaled_dot_product_*` op) in the captured graphs, one forward."""
+    graph_masked_attention: int | None = None
+    """Of those, the ones passed a mask or bias tensor (a causal call without one passes none)."""
+    forward_attention: int | None = None
+    """Fused attention calls in one eager forward (the compiled fraction's eager count)."""
+    forward_masked_attention: int | None = None
+    """Of those, the ones passed a mask or bias tensor."""
     explain_note: str | None = None
 
 

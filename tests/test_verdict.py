@@ -414,6 +414,8 @@ def test_a_follow_up_job_measures_the_lever_and_the_verdict_gives_both_answers(f
     assert v["follow_up"]["lever"] == "compile.dynamic=true" and v["follow_up"]["cause"] == "recompiles"
     assert v["follow_up"]["job_id"] == follow["job_id"] and v["follow_up"]["status"] == "ok"
     assert v["follow_up"]["speedup"] == pytest.approx(follow["speedup"])
+    steps = f"compiled {follow['compiled_ms']:.3g} ms (was {named['compiled_ms']:.3g} ms)"
+    assert steps in v["follow_up"]["moved"] and f"    {v['follow_up']['moved']}" in proc.stdout, v
     assert "follow-up: 1 job(s)" in proc.stdout and "follow-up with compile.dynamic=true: " in proc.stdout
     assert f"verdict {v['model']}: " in proc.stdout, "the answer at the user's settings, first"
 

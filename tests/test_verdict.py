@@ -543,22 +543,19 @@ def test_where_the_step_time_moved_is_a_cause_with_a_lever_only_where_it_acts(te
     assert o["causes"][0]["text"].endswith("ms eager (flash eager, efficient compiled)"), o["causes"]
     # Llama-style inference on an H100 (run3-infer-b-h100, job e28bd384e707): cuDNN both sides, 2.05
     # ms against 0.55 compiled, the graph passing masks that eager's causal calls do not: said, and
-    # no reduced-precision math lever (a fused kernel's time it does not move: it read 2.09 ms with it).
+    # no reduced-precision math lever (a fused kernel's time it does not move: 2.09 ms with it).
     cudnn = dict(eager_time_split={"attention": 0.55}, compiled_time_split={"attention": 2.05})
     cudnn |= dict(eager_attention_backend="cudnn", compiled_attention_backend="cudnn")
     cudnn |= dict(num_sdp_reduced_math=False, graph_attention=16, graph_masked_attention=16)
     cudnn |= dict(forward_attention=16, forward_masked_attention=0)
-    for name, extra in (("cudnn", {}), ("math", dict(compiled_attention_backend="math"))):
-        row = gain("default", 0.8, 0.75, 0.85, 10.0, env_cuda="13.0", **(cudnn | extra))
-        plant(tmp_path / name, template, [CONTROL, row])
+    row = gain("default", 0.8, 0.75, 0.85, 10.0, env_cuda="13.0", **cudnn)
+    plant(tmp_path / "cudnn", template, [CONTROL, row])
     (a,) = verdict_of(tmp_path / "cudnn")["models"]
     assert a["causes"][0]["text"] == (
         "attention kernels take 2.05 ms a compiled step against 0.55 ms eager; the compiled graph passes "
         "a mask to 16 of its 16 attention calls, eager to 0 of 16"
     ), a["causes"][0]
     assert a["causes"][0]["lever"] is None, a["causes"][0]
-    (m,) = verdict_of(tmp_path / "math")["models"]
-    assert m["causes"][0]["lever"] == "bench.sdp_reduced_math=true", m["causes"][0]
 
 
 def test_a_launch_bound_eager_explains_a_gain_not_a_slow_compiled_step(template, tmp_path):

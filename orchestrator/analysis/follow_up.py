@@ -90,12 +90,14 @@ def lever_effect(named: pd.Series, follow: pd.Series, cause: str) -> tuple[str, 
     """What the lever moved, each figure measured in both jobs (the named setting's, then with the
     lever): the kind of kernel its cause named (`matmul_slower`: matmul kernels a compiled step), and
     both sides' steps (a launch-bound eager step moves with the host between jobs, and the speedup
-    with it); and the follow-up's own largest cause that still slows its step, if any."""
+    with it); and what still slows the follow-up's step, if anything: its cause with the most
+    milliseconds, else its first untimed one."""
     said = []
     kind = cause.rsplit("_", 1)[0] if cause.endswith(("_slower", "_faster")) else None
-    if kind:
-        was, now = (kind_split(r, "compiled").get(kind) for r in (named, follow))
-        if was is not None and now is not None:
+    splits = kind_split(named, "compiled"), kind_split(follow, "compiled")
+    if kind and all(splits):  # both profiled: a kind gone from one side took 0 ms there
+        was, now = (split.get(kind, 0.0) for split in splits)
+        if was or now:
             said.append(f"{kind} kernels {_ms(now)} a compiled step (was {_ms(was)})")
     steps = []
     for side in ("compiled", "eager"):
@@ -104,20 +106,25 @@ def lever_effect(named: pd.Series, follow: pd.Series, cause: str) -> tuple[str, 
         if was and now:
             steps.append(f"{side} {_ms(now)} (was {_ms(was)})")
     said += ["steps: " + ", ".join(steps)] if steps else []
-    still = [
+    slowing = [
         c
         for c in causes(follow)
         if c.affects == "step" and c.kind != "fusion" and not c.kind.endswith("_faster")
     ]
-    return ("with it: " + "; ".join(said)) if said else "", (still[0] if still else None)
+    # the most milliseconds first (a recompile in the warm-up is ranked first by `causes`, untimed)
+    timed = sorted((c for c in slowing if c.ms_per_step), key=lambda c: -(c.ms_per_step or 0.0))
+    still = (timed or slowing or [None])[0]
+    return ("with it: " + "; ".join(said)) if said else "", still
 
 
 def chosen(ran: pd.DataFrame, found: list[Cause]) -> pd.Series:
     """The follow-up of a model to report, of those that ran (an older sweep's causes may have named
-    another lever): the one for its largest cause with a lever now, else the last."""
-    levers = [c.lever for c in found if c.lever]
-    for_now = ran[ran[COL.lever] == levers[0]] if levers else ran.iloc[0:0]
-    return (for_now if len(for_now) else ran).iloc[-1]
+    another lever): the one for its largest cause whose lever ran, else the last."""
+    for lever in [c.lever for c in found if c.lever]:  # the largest first, as follow_up_specs takes them
+        rows = ran[ran[COL.lever] == lever]
+        if len(rows):
+            return rows.iloc[-1]
+    return ran.iloc[-1]
 
 
 def with_effect(answer: FollowUp, named: pd.Series, follow: pd.Series) -> FollowUp:

@@ -54,13 +54,14 @@ def _reasons(breaks: list, messages: list[str], unimplemented: list[str]) -> lis
 
 
 _MATMULS = {"mm", "addmm", "bmm", "baddbmm"}
+_MASKS = ("attn_mask", "attn_bias")  # the fused attention ops' mask argument, by backend
 
 
 class _CountOps(TorchDispatchMode):
     """Counts ATen operator calls (the unit of the compiled fraction), and of them the matmuls and
     those in float32 (autocast has cast its matmuls before they reach this mode), and the fused
     attention calls (a backend's `_scaled_dot_product_*` op) and those passed a mask or bias tensor
-    (query, key and value are its first three arguments; a causal call without a mask passes none)."""
+    (by the argument's name in the op's schema; a causal call without a mask passes none)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -74,8 +75,9 @@ class _CountOps(TorchDispatchMode):
             self.fp32_matmuls += any(isinstance(a, torch.Tensor) and a.dtype == torch.float32 for a in args)
         elif "scaled_dot_product" in name and not name.endswith("backward"):
             self.attention += 1
-            rest = [*args[3:], *(kwargs or {}).values()]
-            self.masked_attention += any(isinstance(a, torch.Tensor) for a in rest)
+            names = [a.name for a in func._schema.arguments][: len(args)]  # positional, then keywords
+            named = dict(zip(names, args, strict=True)) | (kwargs or {})
+            self.masked_attention += any(isinstance(named.get(n), torch.Tensor) for n in _MASKS)
         return func(*args, **(kwargs or {}))
 
 

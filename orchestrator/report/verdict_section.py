@@ -8,6 +8,7 @@ import html
 import pandas as pd
 
 from orchestrator.analysis.answers import ModelVerdict, Verdict
+from orchestrator.analysis.follow_up import follow_up_lines
 from orchestrator.analysis.suite import suite_table
 from orchestrator.report.page import grid, html_table
 from orchestrator.results.present import ci_text, duration
@@ -78,9 +79,10 @@ def answers(verdict: Verdict) -> str:
 
 
 def _beside(v: ModelVerdict) -> list[str]:
-    """What the printed verdict says under an answer: its cause, and the answer with the lever."""
-    follow = f"follow-up {v.follow_up.why}" if v.follow_up else None
-    return [line for line in (v.cause, follow) if line]
+    """What the printed verdict says under an answer: its cause, the answer with the lever, what the
+    lever moved and what still slows that step."""
+    follow = [f"follow-up {v.follow_up.why}", *follow_up_lines(v.follow_up)] if v.follow_up else []
+    return [line for line in (v.cause, *follow) if line]
 
 
 def sections(verdict: Verdict) -> list[tuple[str, str, str]]:

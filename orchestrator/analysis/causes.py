@@ -79,6 +79,9 @@ def causes(row: pd.Series) -> list[Cause]:
         guard = " ".join(why.split("#")[0].split())[:80]  # the failed guard, without its source line
         lever = "compile.dynamic=true" if "size mismatch" in why and not _dynamic(row) else None
         text = f"{again:.0f} recompile(s) inside the warm-up and timed steps (guard that failed: {guard})"
+        unguarded = all(r == "no reason recorded" for r in listed(row, COL.step_recompile_reasons))
+        if unguarded:  # a frame compiled there with no guard failing: not a recompile to name a guard of
+            text = f"{again:.0f} frame(s) compiled inside the warm-up and timed steps (no failed guard)"
         found.append(Cause("step_recompiles", again, None, text, lever))
     skipped = cudagraph_skips_text(row)
     if skipped is not None:

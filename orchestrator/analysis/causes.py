@@ -221,6 +221,12 @@ def _split_causes(row: pd.Series) -> list[Cause]:
     return out
 
 
+def slowing(found: list[Cause], affects: str = "step") -> list[Cause]:
+    """The causes that slow a setting (fusion and what runs faster left out) by what they cost."""
+    faster = [c for c in found if c.kind == "fusion" or c.kind.endswith("_faster")]
+    return [c for c in found if c.affects == affects and c not in faster]
+
+
 def cause_line(found: list[Cause], speedup: float | None, ci: list[float | None], outcome: str) -> str | None:
     """The sentence the answer carries: why slower (or no gain) where the setting is slower than eager,
     gains under 10% or its CI includes 1, from what costs the step time (for a gain never paid back,
@@ -233,9 +239,7 @@ def cause_line(found: list[Cause], speedup: float | None, ci: list[float | None]
         return f"why faster: {faster[0].text}" if faster else None
     wanted_first = ("step", "compile") if outcome == "eager_cost" else ("step",)
     for wanted in ("compile",) if gains else wanted_first:
-        slower = [
-            c for c in found if c.affects == wanted and c.kind != "fusion" and not c.kind.endswith("_faster")
-        ]
+        slower = slowing(found, wanted)
         if slower:
             return f"why: {slower[0].text}"
     return None

@@ -17,7 +17,7 @@ import dataclasses
 import pandas as pd
 
 from orchestrator.analysis.answers import Cause, FollowUp, Verdict
-from orchestrator.analysis.causes import causes, kind_split
+from orchestrator.analysis.causes import causes, kind_split, slowing
 from orchestrator.config.plan import job_id_of
 from orchestrator.config.spec import JobSpec, to_job_config
 from orchestrator.core.numbers import number
@@ -82,8 +82,8 @@ def follow_up_specs(verdict: Verdict, df: pd.DataFrame, sweep_dir: str) -> list[
     return out
 
 
-def _ms(value: float | None) -> str:
-    return f"{value:.3g} ms" if value is not None else "?"
+def _ms(value: float) -> str:
+    return f"{value:.3g} ms"
 
 
 def lever_effect(named: pd.Series, follow: pd.Series, cause: str) -> tuple[str, Cause | None]:
@@ -106,14 +106,10 @@ def lever_effect(named: pd.Series, follow: pd.Series, cause: str) -> tuple[str, 
         if was and now:
             steps.append(f"{side} {_ms(now)} (was {_ms(was)})")
     said += ["steps: " + ", ".join(steps)] if steps else []
-    slowing = [
-        c
-        for c in causes(follow)
-        if c.affects == "step" and c.kind != "fusion" and not c.kind.endswith("_faster")
-    ]
+    slower = slowing(causes(follow))
     # the most milliseconds first (a recompile in the warm-up is ranked first by `causes`, untimed)
-    timed = sorted((c for c in slowing if c.ms_per_step), key=lambda c: -(c.ms_per_step or 0.0))
-    still = (timed or slowing or [None])[0]
+    timed = sorted((c for c in slower if c.ms_per_step), key=lambda c: -(c.ms_per_step or 0.0))
+    still = (timed or slower or [None])[0]
     return ("with it: " + "; ".join(said)) if said else "", still
 
 

@@ -272,8 +272,8 @@ def lines(verdict: Verdict) -> list[str]:
             + ([f"failed: {', '.join(v.failed)}"] if v.failed else [])
         )
         out += [f"  {'; '.join(more)}"] if more else []  # the model's second line, only when there is news
-        out += [f"  follow-up {v.follow_up.why}"] if v.follow_up else []
-        out += [f"    {line}" for line in follow_up_lines(v.follow_up)] if v.follow_up else []
+        if v.follow_up:  # the answer with the lever, then what it moved and what is left
+            out += [f"  follow-up {v.follow_up.why}"] + [f"    {x}" for x in follow_up_lines(v.follow_up)]
     out += verdict.serving
     if verdict.suite:
         out += suite_lines(verdict.suite, PLAIN_WIDTH)

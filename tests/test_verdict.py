@@ -357,8 +357,9 @@ def test_the_cause_is_measured_and_said_with_its_number(template, tmp_path):
 
 def test_recompiles_inside_the_steps_come_first_and_a_moving_shape_asks_for_dynamic(template, tmp_path):
     """Recompiles inside the timed steps come before a cause with milliseconds behind it (the timed
-    compiled steps held compiles); a shape that moved asks for `compile.dynamic=true`, a Python
-    value the forward reads asks for nothing (the model's to change), and a dynamic job for nothing."""
+    compiled steps held compiles), a frame compiled there with no failed guard after them; a shape
+    that moved asks for `compile.dynamic=true`, a Python value the forward reads asks for nothing (the
+    model's to change), and a dynamic job for nothing."""
     reason = "0/1: tensor 'x' size mismatch at index 0. expected 16, actual 24  # x.sum()  # m.py:3 in f"
     for name, reasons, dynamic, lever in (
         ("shape", [reason], False, "compile.dynamic=true"),
@@ -370,14 +371,47 @@ def test_recompiles_inside_the_steps_come_first_and_a_moving_shape_asks_for_dyna
                     step_recompile_reasons=reasons, dynamic=dynamic)  # fmt: skip
         plant(tmp_path / name, template, [CONTROL, slow])
         (v,) = verdict_of(tmp_path / name)["models"]
+        if name == "unguarded":  # a frame compiled there, not a recompile: no guard to name, not first
+            said = "4 frame(s) compiled inside the warm-up and timed steps (no failed guard)"
+            assert [c["kind"] for c in v["causes"]] == ["launch_bound", "step_recompiles"], v["causes"]
+            assert v["causes"][1]["text"] == said and v["cause"] == "why: " + v["causes"][0]["text"], v
+            continue
         first = v["causes"][0]
         assert (first["kind"], first["value"], first["lever"]) == ("step_recompiles", 4, lever), v["causes"]
         assert v["causes"][1]["kind"] == "launch_bound" and v["cause"] == "why: " + first["text"]
         if name == "value":
             assert first["text"].endswith("(guard that failed: 0/3: self.calls == 3)"), "not its source line"
-        if name == "unguarded":  # a frame compiled there, not a recompile: no guard to name
-            said = "4 frame(s) compiled inside the warm-up and timed steps (no failed guard)"
-            assert first["text"] == said, first
+
+
+def test_a_cuda_graph_recorded_at_run_time_is_no_frame_compiled():
+    """torch records a reduce-overhead step's CUDA graph recording as a run-time compilation-metrics
+    entry (`is_runtime`); on an H100 each such job read as one frame compiled in its warm-up. Torch's
+    own entries, built here as its `cudagraphify` builds them (no CUDA graph runs on a CPU)."""
+    from torch._dynamo.utils import CompilationMetrics
+
+    from orchestrator.job import compile_cost
+
+    frame = CompilationMetrics(is_forward=True, recompile_reason="0/1: x.size()[0] == 16")
+    recording = CompilationMetrics(is_runtime=True, is_forward=True, runtime_cudagraphify_time_us=900)
+    assert compile_cost.recompiles([frame, recording]) == ["0/1: x.size()[0] == 16"]
+    assert compile_cost.summarize([frame, recording]).compile_frames == 1
+
+
+def test_a_record_function_range_on_the_gpu_timeline_is_no_kernel():
+    """The profiler draws `record_function` ranges on the GPU's timeline too (an eager optimizer's
+    step spans its kernels and the idle time between them): they are not kernels, in the time split
+    or the busy fraction. Torch's own event type, built here (no GPU profile runs on a CPU)."""
+    from torch.autograd import DeviceType
+    from torch.autograd.profiler_util import FunctionEvent
+
+    from orchestrator.job.profile import device_kernels
+
+    def event(name: str, device: DeviceType, annotation: bool = False) -> FunctionEvent:
+        return FunctionEvent(0, name, 1, 0, 10, device_type=device, is_user_annotation=annotation)
+
+    kernel, cpu = event("ampere_bf16_gemm", DeviceType.CUDA), event("aten::mm", DeviceType.CPU)
+    span = event("Optimizer.step#AdamW.step", DeviceType.CUDA, annotation=True)
+    assert device_kernels([kernel, span, cpu]) == [kernel]
 
 
 def test_a_follow_up_job_measures_the_lever_and_the_verdict_gives_both_answers(fast, tmp_path):

@@ -44,7 +44,8 @@ def _inputs(model_cls, model, model_name, bs, device, include_loss_args=False):
     out = _orig_inputs(model_cls, model, model_name, bs, device, include_loss_args=include_loss_args)
     if os.environ.get("IDS") == "random":
         ids = out["input_ids"]
-        out["input_ids"] = torch.randint(0, model.config.vocab_size, ids.shape, dtype=ids.dtype, device=ids.device)
+        vocab = model.config.vocab_size
+        out["input_ids"] = torch.randint(0, vocab, ids.shape, dtype=ids.dtype, device=ids.device)
     return out
 
 

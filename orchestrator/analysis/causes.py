@@ -73,7 +73,7 @@ def causes(row: pd.Series) -> list[Cause]:
         text = f"{recompiles:.0f} recompile(s) over the shape schedule (+{duration(seconds)} of compiling)"
         found.append(Cause("recompiles", recompiles, None, text, lever, affects="compile"))
     found += _generation_causes(row)
-    again = number(row.get(COL.step_recompiles)) or 0
+    again, unguarded_frames = number(row.get(COL.step_recompiles)) or 0, None
     if again > 0:
         why = (listed(row, COL.step_recompile_reasons) or ["no reason recorded"])[0]
         guard = " ".join(why.split("#")[0].split())[:80]  # the failed guard, without its source line
@@ -83,6 +83,7 @@ def causes(row: pd.Series) -> list[Cause]:
         if unguarded:  # a frame compiled there with no guard failing: not a recompile to name a guard of
             text = f"{again:.0f} frame(s) compiled inside the warm-up and timed steps (no failed guard)"
         found.append(Cause("step_recompiles", again, None, text, lever))
+        unguarded_frames = found[-1] if unguarded else None
     skipped = cudagraph_skips_text(row)
     if skipped is not None:
         found.append(Cause("cudagraph_skips", number(row.get(COL.cudagraph_skips)), None, skipped, None))
@@ -108,11 +109,14 @@ def causes(row: pd.Series) -> list[Cause]:
         text = f"{fp32:.0f} of the compiled graph's {matmuls:.0f} matmuls a forward run in float32, TF32 off"
         found.append(Cause("fp32_matmuls", fp32, None, text, "bench.matmul_precision=high"))
     # What keeps most of the forward from running compiled comes first: the compiled step's other
-    # figures then describe mostly eager code.
+    # figures then describe mostly eager code. A frame compiled with no failed guard is not known to
+    # recompile the timed code (results before 2026-12-06 counted a CUDA graph's recording as one):
+    # it goes with the causes that have no milliseconds.
     first = [
         c
         for c in found
-        if c.kind in ("recompile_limit", "step_recompiles")
+        if c.kind == "recompile_limit"
+        or (c.kind == "step_recompiles" and c is not unguarded_frames)
         or (c.kind == "graph_breaks" and c.value >= MOSTLY)
     ]
     rest = [c for c in found if c not in first]

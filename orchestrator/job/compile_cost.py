@@ -43,9 +43,10 @@ def _us(metric: object, name: str) -> float:
 
 
 def summarize(metrics: list) -> CompileMetrics:
-    """Phases (s), cache hits and misses, guards and reasons, summed over compiled frames."""
+    """Phases (s), cache hits and misses, guards and reasons, summed over compiled frames (and the
+    run-time entries, for the autotuning done at run time)."""
     phases = dict.fromkeys(COMPILE_PHASES, 0.0)
-    out = CompileMetrics(compile_frames=len(metrics))
+    out = CompileMetrics(compile_frames=len(compiled(metrics)))
     counts = dict.fromkeys(COUNTED, 0)
     for m in metrics:
         inductor = _us(m, "inductor_cumulative_compile_time_us")
@@ -75,10 +76,18 @@ def summarize(metrics: list) -> CompileMetrics:
     return out
 
 
+def compiled(metrics: list) -> list:
+    """The entries of frames compiled: not those torch records at run time (`is_runtime`: the
+    seconds a CUDA graph took to record on a reduce-overhead step's first runs, `cudagraphify`'s
+    `dynamo_timed`), which compile nothing. On an H100 every reduce-overhead job had one in its
+    warm-up, read as a frame compiled there (benchmarks/h200-harness-beside/README.md)."""
+    return [m for m in metrics if getattr(m, "is_runtime", False) is not True]
+
+
 def recompiles(metrics: list) -> list[str]:
     """The forward frames among `metrics` (a backward compiles with its forward), each by its
     recompile reason (the guard that failed)."""
-    forward = [m for m in metrics if getattr(m, "is_forward", True) is not False]
+    forward = [m for m in compiled(metrics) if getattr(m, "is_forward", True) is not False]
     return [str(getattr(m, "recompile_reason", None) or "no reason recorded")[:300] for m in forward]
 
 

@@ -129,6 +129,17 @@ def attention_backend(names: list[str]) -> str:
     return "+".join(sorted(found)) or "none fused"
 
 
+def device_kernels(events: list) -> list:
+    """The GPU's kernels among a profile's events: not the ranges of `record_function` the profiler
+    also draws on the GPU's timeline (`is_user_annotation`: "Optimizer.step#AdamW.step" spans the
+    optimizer's kernels and the idle time between them), which torch's own device-time totals leave
+    out too. Counted in, it read 8 ms of "other kernels" in an eager BERT training step on an H100."""
+    from torch.autograd import DeviceType
+
+    gpu = [e for e in events if e.device_type == DeviceType.CUDA]
+    return [e for e in gpu if not getattr(e, "is_user_annotation", False)]
+
+
 def _profile_side(ctx: JobContext, side: Side, name: str, steps: int, keep_trace: bool) -> SideProfile:
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
@@ -146,7 +157,7 @@ def _profile_side(ctx: JobContext, side: Side, name: str, steps: int, keep_trace
     if trace is not None:
         prof.export_chrome_trace(str(trace))
     if cuda:
-        events = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
+        events = device_kernels(prof.events())
         spans = sorted((e.time_range.start, e.time_range.end) for e in events)
         busy, end = 0.0, float("-inf")
         for a, b in spans:  # union of the kernel intervals

@@ -9,6 +9,7 @@ import json
 import math
 import re
 import shutil
+import time
 
 import pandas as pd
 import pytest
@@ -375,6 +376,7 @@ def test_recompiles_inside_the_steps_come_first_and_a_moving_shape_asks_for_dyna
             said = "4 frame(s) compiled inside the warm-up and timed steps (no failed guard)"
             assert [c["kind"] for c in v["causes"]] == ["launch_bound", "step_recompiles"], v["causes"]
             assert v["causes"][1]["text"] == said and v["cause"] == "why: " + v["causes"][0]["text"], v
+            assert v["causes"][1]["lever"] is None, v["causes"]
             continue
         first = v["causes"][0]
         assert (first["kind"], first["value"], first["lever"]) == ("step_recompiles", 4, lever), v["causes"]
@@ -385,16 +387,28 @@ def test_recompiles_inside_the_steps_come_first_and_a_moving_shape_asks_for_dyna
 
 def test_a_cuda_graph_recorded_at_run_time_is_no_frame_compiled():
     """torch records a reduce-overhead step's CUDA graph recording as a run-time compilation-metrics
-    entry (`is_runtime`); on an H100 each such job read as one frame compiled in its warm-up. Torch's
-    own entries, built here as its `cudagraphify` builds them (no CUDA graph runs on a CPU)."""
-    from torch._dynamo.utils import CompilationMetrics
+    entry (`is_runtime`); on an H100 each such job read as one frame compiled in its warm-up. Here a
+    real frame recompiles on a Python value, and the recording is timed outside a compile as torch's
+    `cudagraphify` times it (no CUDA graph runs on a CPU), with a run-time autotune beside it."""
+    import torch
+    from torch._dynamo.utils import dynamo_timed, get_runtime_metrics_context
 
     from orchestrator.job import compile_cost
 
-    frame = CompilationMetrics(is_forward=True, recompile_reason="0/1: x.size()[0] == 16")
-    recording = CompilationMetrics(is_runtime=True, is_forward=True, runtime_cudagraphify_time_us=900)
-    assert compile_cost.recompiles([frame, recording]) == ["0/1: x.size()[0] == 16"]
-    assert compile_cost.summarize([frame, recording]).compile_frames == 1
+    torch._dynamo.reset()
+    scale = torch.compile(lambda x, n: x * n, backend="eager")
+    with compile_cost.frames_compiled() as metrics:
+        scale(torch.ones(2), 1), scale(torch.ones(2), 2)  # the second recompiles: n == 1 failed
+        with dynamo_timed("CUDAGraphNode.record", dynamo_compile_column_us="runtime_cudagraphify_time_us"):
+            pass
+        with dynamo_timed("autotune", dynamo_compile_column_us="runtime_triton_autotune_time_us"):
+            time.sleep(0.002)  # a measurable run-time autotune, kept in the compile's seconds
+        get_runtime_metrics_context().finish()
+    assert any(getattr(m, "is_runtime", False) for m in metrics), "torch recorded no run-time entry"
+    reasons = compile_cost.recompiles(metrics)
+    assert len(reasons) == 2 and reasons[1] == "no reason recorded" and "n == 1" in reasons[0], reasons
+    summary = compile_cost.summarize(metrics)
+    assert summary.compile_frames == 2 and summary.compile_autotune_s >= 0.001, summary
 
 
 def test_a_record_function_range_on_the_gpu_timeline_is_no_kernel():
@@ -437,7 +451,8 @@ def test_a_follow_up_job_measures_the_lever_and_the_verdict_gives_both_answers(f
     kinds = {c["kind"]: c for c in v["causes"]}
     assert v["job_id"] == named["job_id"] and kinds["recompiles"]["affects"] == "compile", v["causes"]
     # A tiny block on a CPU: the compiled call's own overhead (guards, its wrapper) is measured, and
-    # it is what the answer names when compiled does not gain (recompiles cost compile time, not steps).
+    # it is what the answer names when compiled does not gain (recompiles cost compile time, not
+    # steps), unless a cause with more milliseconds behind it is measured.
     # (Named from a tenth of the step: a busy host's slower steps can put it under that.)
     from orchestrator.analysis.causes import OVERHEAD_SHARE
 
@@ -447,8 +462,10 @@ def test_a_follow_up_job_measures_the_lever_and_the_verdict_gives_both_answers(f
     if "overhead" in kinds:
         overhead = kinds["overhead"]
         assert overhead["ms_per_step"] == pytest.approx(named["compiled_overhead_ms_per_step"])
-        if v["speedup"] < 1.1 or v["ci"][0] <= 1:
-            assert v["cause"] == "why: " + overhead["text"], v
+        if v["speedup"] < 1.1 or v["ci"][0] <= 1:  # named, unless a cause with more milliseconds is
+            # (a busy host's profile can time the tiny block's compiled matmuls slower than eager's)
+            (named_cause,) = [c for c in v["causes"] if v["cause"] == "why: " + c["text"]]
+            assert (named_cause["ms_per_step"] or 0) >= overhead["ms_per_step"], v
     assert v["follow_up"]["lever"] == "compile.dynamic=true" and v["follow_up"]["cause"] == "recompiles"
     assert v["follow_up"]["job_id"] == follow["job_id"] and v["follow_up"]["status"] == "ok"
     assert v["follow_up"]["speedup"] == pytest.approx(follow["speedup"])

@@ -86,9 +86,11 @@ def compiled(metrics: list) -> list:
 
 def recompiles(metrics: list) -> list[str]:
     """The forward frames among `metrics` (a backward compiles with its forward), each by its
-    recompile reason (the guard that failed)."""
+    recompile reason (the guard that failed), those with a failed guard first (the first three are
+    kept)."""
     forward = [m for m in compiled(metrics) if getattr(m, "is_forward", True) is not False]
-    return [str(getattr(m, "recompile_reason", None) or "no reason recorded")[:300] for m in forward]
+    reasons = [str(getattr(m, "recompile_reason", None) or "no reason recorded")[:300] for m in forward]
+    return sorted(reasons, key=lambda r: r == "no reason recorded")
 
 
 def recompile_seconds(metrics: list) -> float:

@@ -185,7 +185,8 @@ def _first_compiled(
     out, r = ctx.result.generation, ctx.result
     assert out is not None
     reasons = [m for m in compile_cost.recompiles(metrics) if m != "no reason recorded"]
-    out.gen_frames, out.gen_recompiles, out.gen_recompile_reasons = len(metrics), len(reasons), reasons[:3]
+    frames = len(compile_cost.compiled(metrics))
+    out.gen_frames, out.gen_recompiles, out.gen_recompile_reasons = frames, len(reasons), reasons[:3]
     out.gen_compile_s = max(first.e2e_s - eager.e2e_s, 0.0)
     out.gen_recompile_s = compile_cost.recompile_seconds(metrics)
     breaks = dict(counters["graph_break"])

@@ -73,17 +73,16 @@ def causes(row: pd.Series) -> list[Cause]:
         text = f"{recompiles:.0f} recompile(s) over the shape schedule (+{duration(seconds)} of compiling)"
         found.append(Cause("recompiles", recompiles, None, text, lever, affects="compile"))
     found += _generation_causes(row)
-    again, unguarded_frames = number(row.get(COL.step_recompiles)) or 0, None
+    again = number(row.get(COL.step_recompiles)) or 0
+    unguarded = all(r == "no reason recorded" for r in listed(row, COL.step_recompile_reasons))
     if again > 0:
         why = (listed(row, COL.step_recompile_reasons) or ["no reason recorded"])[0]
         guard = " ".join(why.split("#")[0].split())[:80]  # the failed guard, without its source line
         lever = "compile.dynamic=true" if "size mismatch" in why and not _dynamic(row) else None
         text = f"{again:.0f} recompile(s) inside the warm-up and timed steps (guard that failed: {guard})"
-        unguarded = all(r == "no reason recorded" for r in listed(row, COL.step_recompile_reasons))
         if unguarded:  # a frame compiled there with no guard failing: not a recompile to name a guard of
             text = f"{again:.0f} frame(s) compiled inside the warm-up and timed steps (no failed guard)"
         found.append(Cause("step_recompiles", again, None, text, lever))
-        unguarded_frames = found[-1] if unguarded else None
     skipped = cudagraph_skips_text(row)
     if skipped is not None:
         found.append(Cause("cudagraph_skips", number(row.get(COL.cudagraph_skips)), None, skipped, None))
@@ -116,7 +115,7 @@ def causes(row: pd.Series) -> list[Cause]:
         c
         for c in found
         if c.kind == "recompile_limit"
-        or (c.kind == "step_recompiles" and c is not unguarded_frames)
+        or (c.kind == "step_recompiles" and not unguarded)
         or (c.kind == "graph_breaks" and c.value >= MOSTLY)
     ]
     rest = [c for c in found if c not in first]

@@ -24,6 +24,7 @@ from orchestrator.job.result import COMPILE_PHASES, CompileMetrics
 
 US = 1e-6
 ARTIFACTS_FILE = "compile_artifacts.bin"
+NO_REASON = "no reason recorded"  # a frame compiled with no failed guard (its first compile, a new frame)
 # Exclusive phases, from the nested cumulative times (microseconds) of each compiled frame; the
 # `backward` phase is the AOT part of a backward graph compiled at its first call (its inductor and
 # code-generation seconds count in those phases).
@@ -89,8 +90,8 @@ def recompiles(metrics: list) -> list[str]:
     recompile reason (the guard that failed), those with a failed guard first (the first three are
     kept)."""
     forward = [m for m in compiled(metrics) if getattr(m, "is_forward", True) is not False]
-    reasons = [str(getattr(m, "recompile_reason", None) or "no reason recorded")[:300] for m in forward]
-    return sorted(reasons, key=lambda r: r == "no reason recorded")
+    reasons = [str(getattr(m, "recompile_reason", None) or NO_REASON)[:300] for m in forward]
+    return sorted(reasons, key=lambda r: r == NO_REASON)
 
 
 def recompile_seconds(metrics: list) -> float:

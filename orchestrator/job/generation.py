@@ -184,7 +184,7 @@ def _first_compiled(
         return first
     out, r = ctx.result.generation, ctx.result
     assert out is not None
-    reasons = [m for m in compile_cost.recompiles(metrics) if m != "no reason recorded"]
+    reasons = [m for m in compile_cost.recompiles(metrics) if m != compile_cost.NO_REASON]
     frames = len(compile_cost.compiled(metrics))
     out.gen_frames, out.gen_recompiles, out.gen_recompile_reasons = frames, len(reasons), reasons[:3]
     out.gen_compile_s = max(first.e2e_s - eager.e2e_s, 0.0)

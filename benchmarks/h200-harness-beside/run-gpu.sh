@@ -7,7 +7,7 @@
 #                with dropout off (no random ops: the plain fp32 rule); then the harness's
 #                --accuracy --training on the same build, batch and ids (harness_same.py), tensor by tensor
 #   PART=accuracy the harness's step of PART=parity alone
-#   PART=roberta510 the harness's --performance, both tasks, on RoBERTa at our inputs (510 random ids)
+#   PART=roberta510 the harness's --performance, both tasks, on RoBERTa at its inputs and at ours (510 random ids)
 #   PART=infer   the harness's --performance --inference (CUDA graphs, its TF32 and SDP globals), then
 #                the orchestrator's reduce-overhead at its defaults and at the harness's numerics
 #   PART=train   the same for training: the harness compiles forward, backward and Adam together; the
@@ -68,9 +68,11 @@ case "$part" in
     sweep roberta-nodropout 160 "$R +workload.config={hidden_dropout_prob:0.0,attention_probs_dropout_prob:0.0}"
     accuracy ;;
   accuracy) accuracy ;;
-  roberta510)  # the harness's own timing on our RoBERTa inputs (510 random ids, pad id 1): is the gap
-    # between its 1.87x and our 1.66x (inference; training 1.67x against 1.51x) the inputs?
+  roberta510)  # the harness's own timing on RoBERTa at its inputs (512 ids, all its pad id 0) and at ours
+    # (510 random ids, pad id 1), one after the other in one call: is the gap between its 1.87x and our
+    # 1.66x (inference; training 1.67x against 1.51x) the inputs?
     for task in inference training; do
+      CONFIG_JSON="{${hcfg%, }}" harness "harness-roberta512-$task" 130 performance RobertaForMaskedLM --"$task"
       CONFIG_JSON="{${hcfg}\"pad_token_id\": 1}" IDS=random SEQ=${SEQ:-510} \
         harness "harness-roberta510-$task" 130 performance RobertaForMaskedLM --"$task"
     done ;;

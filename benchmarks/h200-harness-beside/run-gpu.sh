@@ -8,6 +8,8 @@
 #                --accuracy --training on the same build, batch and ids (harness_same.py), tensor by tensor
 #   PART=accuracy the harness's step of PART=parity alone
 #   PART=roberta510 the harness's --performance, both tasks, on RoBERTa at its inputs and at ours (510 random ids)
+#   PART=inputs  RoBERTa inference: the harness at 512 pad ids, 510 pad ids and 510 random ids, and the
+#                orchestrator's reduce-overhead at the harness's numerics, in one call
 #   PART=infer   the harness's --performance --inference (CUDA graphs, its TF32 and SDP globals), then
 #                the orchestrator's reduce-overhead at its defaults and at the harness's numerics
 #   PART=train   the same for training: the harness compiles forward, backward and Adam together; the
@@ -76,6 +78,13 @@ case "$part" in
       CONFIG_JSON="{${hcfg}\"pad_token_id\": 1}" IDS=random SEQ=${SEQ:-510} \
         harness "harness-roberta510-$task" 130 performance RobertaForMaskedLM --"$task"
     done ;;
+  inputs)  # RoBERTa inference, which of the two input changes moves the harness's compiled step (run4:
+    # 9.19 ms at its 512 pad ids, 11.68 ms at our 510 random ids), the orchestrator in the same call
+    CONFIG_JSON="{${hcfg%, }}" harness harness-roberta512pad-inference 130 performance RobertaForMaskedLM --inference
+    CONFIG_JSON="{${hcfg%, }}" SEQ=${SEQ:-510} harness harness-roberta510pad-inference 130 performance RobertaForMaskedLM --inference
+    CONFIG_JSON="{${hcfg}\"pad_token_id\": 1}" IDS=random SEQ=${SEQ:-510} \
+      harness harness-roberta510random-inference 130 performance RobertaForMaskedLM --inference
+    sweep orch-roberta-infer-harness-numerics 160 "workload=hf workload.model=RobertaForMaskedLM workload.size=$full workload.labels=true bench.task=infer bench.dtype=bf16 compile.mode=reduce-overhead bench=quick verdict.follow_up=false $NUM" ;;
   infer)
     CONFIG_JSON="{${hcfg%, }}" harness harness-bert-infer 90 performance BertForMaskedLM --inference
     CONFIG_JSON="{${hcfg%, }}" harness harness-roberta-infer 90 performance RobertaForMaskedLM --inference

@@ -8,4 +8,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/system-deps.sh
-exec .venv/bin/python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile "$@"
+workers=${TEST_WORKERS:-2}
+# One intra-op thread per worker's process (a user's own OMP_NUM_THREADS stands): torch's default of
+# one per core makes two workers' ops wait on each other's descheduled threads. Beside another
+# sweep, a one-matmul model's step read 11.7 ms with it and 0.05 ms with one thread, as alone
+# (benchmarks/ci-suite-time).
+[ "$workers" = 0 ] || export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+exec .venv/bin/python -m pytest -n "$workers" --dist loadfile "$@"

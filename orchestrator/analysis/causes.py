@@ -17,7 +17,7 @@ import pandas as pd
 from orchestrator.analysis.answers import Cause
 from orchestrator.analysis.idle import idle_causes
 from orchestrator.core.numbers import is_false, number
-from orchestrator.job.result import COL
+from orchestrator.job.result import COL, NO_REASON
 from orchestrator.results.present import duration
 
 LEFT_EAGER = 0.05  # a share of the forward left eager worth naming
@@ -74,9 +74,9 @@ def causes(row: pd.Series) -> list[Cause]:
         found.append(Cause("recompiles", recompiles, None, text, lever, affects="compile"))
     found += _generation_causes(row)
     again = number(row.get(COL.step_recompiles)) or 0
-    unguarded = all(r == "no reason recorded" for r in listed(row, COL.step_recompile_reasons))
+    unguarded = all(r == NO_REASON for r in listed(row, COL.step_recompile_reasons))
     if again > 0:
-        why = (listed(row, COL.step_recompile_reasons) or ["no reason recorded"])[0]
+        why = (listed(row, COL.step_recompile_reasons) or [NO_REASON])[0]
         guard = " ".join(why.split("#")[0].split())[:80]  # the failed guard, without its source line
         lever = "compile.dynamic=true" if "size mismatch" in why and not _dynamic(row) else None
         text = f"{again:.0f} recompile(s) inside the warm-up and timed steps (guard that failed: {guard})"

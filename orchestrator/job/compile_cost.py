@@ -20,11 +20,10 @@ import torch
 import torch._dynamo
 import torch._inductor.config
 
-from orchestrator.job.result import COMPILE_PHASES, CompileMetrics
+from orchestrator.job.result import COMPILE_PHASES, NO_REASON, CompileMetrics
 
 US = 1e-6
 ARTIFACTS_FILE = "compile_artifacts.bin"
-NO_REASON = "no reason recorded"  # a frame compiled with no failed guard (its first compile, a new frame)
 # Exclusive phases, from the nested cumulative times (microseconds) of each compiled frame; the
 # `backward` phase is the AOT part of a backward graph compiled at its first call (its inductor and
 # code-generation seconds count in those phases).

@@ -34,7 +34,7 @@ from orchestrator.job import compile_cost, generation_checks, speed
 from orchestrator.job.compile_settings import numerics_now
 from orchestrator.job.context import JobContext
 from orchestrator.job.parallelize import compile_kwargs
-from orchestrator.job.result import CompileCost, Explain, Generation, ModelFigures
+from orchestrator.job.result import NO_REASON, CompileCost, Explain, Generation, ModelFigures
 from orchestrator.job.tolerance import compute_dtype
 from workloads.decoding import Decoder, decoder_of, served_weights
 
@@ -184,7 +184,7 @@ def _first_compiled(
         return first
     out, r = ctx.result.generation, ctx.result
     assert out is not None
-    reasons = [m for m in compile_cost.recompiles(metrics) if m != compile_cost.NO_REASON]
+    reasons = [m for m in compile_cost.recompiles(metrics) if m != NO_REASON]
     frames = len(compile_cost.compiled(metrics))
     out.gen_frames, out.gen_recompiles, out.gen_recompile_reasons = frames, len(reasons), reasons[:3]
     out.gen_compile_s = max(first.e2e_s - eager.e2e_s, 0.0)

@@ -177,6 +177,10 @@ class CompileMetrics:
     cudagraph_skip_reasons: list = field(default_factory=list)
 
 
+# A recompile reason where dynamo recorded none: a frame compiled with no failed guard (its first
+# compile, a new frame), as written into `step_recompile_reasons` and read back by the verdict.
+NO_REASON = "no reason recorded"
+
 # The compile's phases, in order: CompileMetrics' `phase_<name>_s` fields.
 COMPILE_PHASES = tuple(
     f.name.removeprefix("phase_").removesuffix("_s")

@@ -234,12 +234,16 @@ def cause_line(found: list[Cause], speedup: float | None, ci: list[float | None]
     """The sentence the answer carries: why slower (or no gain) where the setting is slower than eager,
     gains under 10% or its CI includes 1, from what costs the step time (for a gain never paid back,
     then compile time, where the step shows none); where the gain is there but its compile is never
-    paid back, from what costs compile time; why faster where it gains."""
+    paid back, from what costs compile time; why faster where it gains, and what holds the gain back
+    (the largest cause that slows its step), where one is measured."""
     low = ci[0]
     gains = speedup is not None and speedup >= 1.1 and low is not None and low > 1
     if gains and outcome != "eager_cost":
         faster = [c for c in found if c.kind in ("fusion", "launch_bound") or c.kind.endswith("_faster")]
-        return f"why faster: {faster[0].text}" if faster else None
+        if not faster:
+            return None
+        held = slowing(found)
+        return f"why faster: {faster[0].text}" + (f"; held back by: {held[0].text}" if held else "")
     wanted_first = ("step", "compile") if outcome == "eager_cost" else ("step",)
     for wanted in ("compile",) if gains else wanted_first:
         slower = slowing(found, wanted)

@@ -87,10 +87,8 @@ def causes(row: pd.Series) -> list[Cause]:
     if skipped is not None:
         found.append(Cause("cudagraph_skips", number(row.get(COL.cudagraph_skips)), None, skipped, None))
     found += idle_causes(row)
-    overhead, compiled_ms = (
-        number(row.get(COL.compiled_overhead_ms_per_step)),
-        number(row.get(COL.compiled_ms)),
-    )
+    overhead = number(row.get(COL.compiled_overhead_ms_per_step))
+    compiled_ms = number(row.get(COL.compiled_ms))
     if overhead and compiled_ms and overhead / compiled_ms >= OVERHEAD_SHARE:
         text = (
             f"the compiled call's own overhead (guards, the compiled region's wrapper) takes "

@@ -10,6 +10,8 @@
 #   PART=roberta510 the harness's --performance, both tasks, on RoBERTa at its inputs and at ours (510 random ids)
 #   PART=inputs  RoBERTa inference: the harness at 512 pad ids, 510 pad ids and 510 random ids, and the
 #                orchestrator's reduce-overhead at the harness's numerics, in one call
+#   PART=inputs-train RoBERTa training, the same at 512 pad ids and 510 random ids: the harness, then the
+#                orchestrator's reduce-overhead with compile.optimizer=true at the harness's numerics
 #   PART=infer   the harness's --performance --inference (CUDA graphs, its TF32 and SDP globals), then
 #                the orchestrator's reduce-overhead at its defaults and at the harness's numerics
 #   PART=train   the same for training: the harness compiles forward, backward and Adam together; the
@@ -21,7 +23,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 final=${OUT:-benchmarks/out}
-part=${PART:?PART=parity, infer or train}
+part=${PART:?PART=parity, accuracy, roberta510, inputs, inputs-train, infer or train}
 work=/tmp/gpu-out-beside/$part
 rm -rf "$work" && mkdir -p "$work" "$final"
 py=${PY:-python3}
@@ -85,6 +87,12 @@ case "$part" in
     CONFIG_JSON="{${hcfg}\"pad_token_id\": 1}" IDS=random SEQ=${SEQ:-510} \
       harness harness-roberta510random-inference 130 performance RobertaForMaskedLM --inference
     sweep orch-roberta-infer-harness-numerics 160 "workload=hf workload.model=RobertaForMaskedLM workload.size=$full workload.labels=true bench.task=infer bench.dtype=bf16 compile.mode=reduce-overhead bench=quick verdict.follow_up=false $NUM" ;;
+  inputs-train)  # RoBERTa training at matched inputs in one call (run3's 1.509x against the harness's
+    # 1.670x crossed inputs; run4's harness at ours, 1.689x, crossed calls)
+    CONFIG_JSON="{${hcfg%, }}" harness harness-roberta512pad-training 130 performance RobertaForMaskedLM --training
+    CONFIG_JSON="{${hcfg}\"pad_token_id\": 1}" IDS=random SEQ=${SEQ:-510} \
+      harness harness-roberta510random-training 130 performance RobertaForMaskedLM --training
+    sweep orch-roberta-train-harness-numerics 200 "workload=hf workload.model=RobertaForMaskedLM workload.size=$full bench.task=train bench.dtype=bf16 compile.mode=reduce-overhead compile.optimizer=true bench=quick verdict.follow_up=false $NUM" ;;
   infer)
     CONFIG_JSON="{${hcfg%, }}" harness harness-bert-infer 90 performance BertForMaskedLM --inference
     CONFIG_JSON="{${hcfg%, }}" harness harness-roberta-infer 90 performance RobertaForMaskedLM --inference

@@ -7,6 +7,8 @@
 #                with dropout off (no random ops: the plain fp32 rule); then the harness's
 #                --accuracy --training on the same build, batch and ids (harness_same.py), tensor by tensor
 #   PART=accuracy the harness's step of PART=parity alone
+#   PART=dropouts RoBERTa training's parity split by dropout: the attention dropout off (hidden-state
+#                dropouts on), then the hidden-state dropouts off (attention dropout on)
 #   PART=roberta510 the harness's --performance, both tasks, on RoBERTa at its inputs and at ours (510 random ids)
 #   PART=inputs  RoBERTa inference: the harness at 512 pad ids, 510 pad ids and 510 random ids, and the
 #                orchestrator's reduce-overhead at the harness's numerics, in one call
@@ -23,7 +25,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 final=${OUT:-benchmarks/out}
-part=${PART:?PART=parity, accuracy, roberta510, inputs, inputs-train, infer or train}
+part=${PART:?PART=parity, accuracy, dropouts, roberta510, inputs, inputs-train, infer or train}
 work=/tmp/gpu-out-beside/$part
 rm -rf "$work" && mkdir -p "$work" "$final"
 py=${PY:-python3}
@@ -72,6 +74,10 @@ case "$part" in
     sweep roberta-nodropout 160 "$R +workload.config={hidden_dropout_prob:0.0,attention_probs_dropout_prob:0.0}"
     accuracy ;;
   accuracy) accuracy ;;
+  dropouts)  # where the compiled-to-twin distance (0.031-0.032 with both dropouts, 0.0109 with none) lives
+    R="workload=hf workload.model=RobertaForMaskedLM workload.size=$size bench.task=train bench.dtype=bf16 compile.mode=default bench=quick verdict.follow_up=false"
+    sweep roberta-attention-dropout-off 200 "$R +workload.config={attention_probs_dropout_prob:0.0}"
+    sweep roberta-hidden-dropout-off 200 "$R +workload.config={hidden_dropout_prob:0.0}" ;;
   roberta510)  # the harness's own timing on RoBERTa at its inputs (512 ids, all its pad id 0) and at ours
     # (510 random ids, pad id 1), one after the other in one call: is the gap between its 1.87x and our
     # 1.66x (inference; training 1.67x against 1.51x) the inputs?

@@ -16,8 +16,11 @@ where=""
 args="+sweep=hf bench=quick compile.mode=eager,default $where sweep.dir=$merged logger=none"
 # shellcheck disable=SC2086
 require_planned "$merged" $args
+# The 48 jobs' table (plan.json: the 48 jobs). follow_up=false: a lever the code of today ranks first
+# for a model whose follow-up ran with another would be measured here, on the wrong machine. Exit 1
+# says a job failed (its row and reason are in the table); any other code stops the merge.
 # shellcheck disable=SC2086
-.venv/bin/python -m orchestrator $args verdict.follow_up=false > /dev/null  # plan.json: the 48 jobs
+.venv/bin/python -m orchestrator $args verdict.follow_up=false | tee "$merged/table.txt" || [ $? -eq 1 ]
 .venv/bin/python - "$merged" <<'PY'
 import json, sys
 from pathlib import Path
@@ -36,5 +39,5 @@ if absent:
     sys.exit(f"not merged, follow-ups missing: {' '.join(absent)}")
 print(f"{len(wanted)} follow-up(s), all back")
 PY
-# shellcheck disable=SC2086
-.venv/bin/python -m orchestrator $args | tee "$merged/table.txt"
+# The verdict over every job there, follow-ups included (`verdict` re-measures nothing).
+.venv/bin/python -m orchestrator verdict "$merged" | tee -a "$merged/table.txt"

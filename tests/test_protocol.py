@@ -111,7 +111,7 @@ def test_train_result_has_throughput_flops_and_environment(tmp_path, compile_cac
         abs(r["compiled_tokens_per_s"] - tokens / (r["compiled_ms"] / 1000))
         < 1e-6 * r["compiled_tokens_per_s"]
     )
-    assert r["env_torch"] and r["env_host"] and r["env_world_size"] == 1
+    assert r["env_torch"] and r["env_host"] and r["env_boot"] and r["env_world_size"] == 1
 
 
 def test_trace_writes_torch_trace_and_tlparse_report(tmp_path, compile_cache):

@@ -626,7 +626,7 @@ def test_a_launch_bound_eager_explains_a_gain_not_a_slow_compiled_step(template,
     names the compiled step's slower matmuls (attention as matmuls), not eager's idle time; the
     compiled step's own idle time (its step less its kernels, 1.07 ms) carries reduce-overhead; the
     follow-up takes the attention lever; a failed profile pass names no idle time."""
-    from orchestrator.analysis.follow_up import follow_up_specs
+    from orchestrator.analysis.follow_up import follow_up_specs, lever_effect
 
     bert = gain(
         "default", 1.019, 1.006, 1.047, 16.0, env_cuda="13.0", eager_ms=14.0, compiled_ms=12.402,
@@ -689,6 +689,14 @@ def test_a_launch_bound_eager_explains_a_gain_not_a_slow_compiled_step(template,
         "steps: compiled 8.63 ms (was 12.4 ms), eager 7.89 ms (was 14 ms)"
     ), f["moved"]
     assert f["still"].startswith("the compiled step leaves the GPU idle 1.58 ms"), f["still"]
+    # The follow-up resumed on another machine of the same name (run10-train-c-rest-h100: its ViT
+    # steps read twice its planned job's): the boot ids say so; unrecorded boots (older results) do not.
+    named_row = pd.Series(template | bert | dict(env_host="vm", env_boot="a"))
+    for boot, apart in (("b", True), ("a", False), (None, False)):
+        moved, _ = lever_effect(
+            named_row, pd.Series(template | sdp | dict(env_host="vm", env_boot=boot)), "x"
+        )
+        assert moved.endswith("its figures cross machines") == apart, (boot, moved)
     assert f["next_lever"] == "compile.mode=reduce-overhead", f
     (matmul,) = [c for c in causes(pd.Series(template | sdp)) if c.kind == "matmul_slower"]
     assert matmul.lever is None, "TF32 with no float32 matmul left to run on it does nothing"

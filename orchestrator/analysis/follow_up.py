@@ -86,6 +86,15 @@ def _ms(value: float) -> str:
     return f"{value:.3g} ms"
 
 
+def other_machine(a: pd.Series, b: pd.Series) -> bool:
+    """Whether two jobs ran on different machines (or across a reboot), as their host names and boot
+    ids say; False where either result did not record its boot (written before `env_boot`)."""
+    boots = a.get(COL.env_boot), b.get(COL.env_boot)
+    if not all(isinstance(x, str) for x in boots):
+        return False
+    return (a.get(COL.env_host), boots[0]) != (b.get(COL.env_host), boots[1])
+
+
 def lever_effect(named: pd.Series, follow: pd.Series, cause: str) -> tuple[str, Cause | None]:
     """What the lever moved, each figure measured in both jobs (the named setting's, then with the
     lever): the kind of kernel its cause named (`matmul_slower`: matmul kernels a compiled step), and
@@ -106,6 +115,8 @@ def lever_effect(named: pd.Series, follow: pd.Series, cause: str) -> tuple[str, 
         if was and now:
             steps.append(f"{side} {_ms(now)} (was {_ms(was)})")
     said += ["steps: " + ", ".join(steps)] if steps else []
+    if said and other_machine(named, follow):
+        said.append("measured on another machine than the named setting's job: its figures cross machines")
     slower = slowing(causes(follow))
     # the most milliseconds first (a recompile in the warm-up is ranked first by `causes`, untimed)
     timed = sorted((c for c in slower if c.ms_per_step), key=lambda c: -(c.ms_per_step or 0.0))

@@ -27,6 +27,15 @@ def git_revision() -> str | None:
     return out.stdout.strip() or None
 
 
+def boot_id() -> str | None:
+    """This boot of this host (Linux): two jobs with the same host name and another boot ran on
+    different machines, or across a reboot."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
+
+
 def describe(device: torch.device, world_size: int, ask_device: bool = True) -> Environment:
     """The job's software and hardware. `ask_device` False: the GPU's name is not asked (CUDA would
     start up beside another job's measurements, for a job that failed before it held its device)."""
@@ -45,6 +54,7 @@ def describe(device: torch.device, world_size: int, ask_device: bool = True) -> 
         if cuda
         else (platform.processor() or "cpu"),
         env_host=socket.gethostname(),
+        env_boot=boot_id(),
         env_python=platform.python_version(),
         env_interpreter=sys.executable,
         env_world_size=world_size,

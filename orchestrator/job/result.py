@@ -463,6 +463,7 @@ class Environment:
     env_cuda: str | None = None
     env_device: str | None = None
     env_host: str | None = None
+    env_boot: str | None = None  # the host's boot id: one name (a VM's "vm") can be many machines
     env_python: str | None = None
     env_interpreter: str | None = None
     env_world_size: int | None = None

@@ -60,6 +60,12 @@ harness() {  # NAME SECONDS MODE MODEL [extra flags]: one harness run in its own
   echo "rc=$?" >> "$work/$1.log"
   tail -3 "$work/$1.log"; cat "$work/$1.csv" 2>/dev/null; save
 }
+# The harness's --performance on RoBERTa (NAME TASK): at its own inputs (512 ids, all its pad id 0), and
+# at ours (510 random ids, pad id 1; `harness_same.py`'s CONFIG_JSON, IDS and SEQ)
+roberta_its() { CONFIG_JSON="{${hcfg%, }}" harness "$1" 130 performance RobertaForMaskedLM --"$2"; }
+roberta_ours() {
+  CONFIG_JSON="{${hcfg}\"pad_token_id\": 1}" IDS=random SEQ=${SEQ:-510} harness "$1" 130 performance RobertaForMaskedLM --"$2"
+}
 accuracy() {  # the harness's --accuracy --training on our RoBERTa build, batch and ids: 510 tokens, since
   # RobertaConfig() has 512 positions counted from pad id + 1 (our position_limit); at 512 its random ids
   # index past the position table (the first call's eager_fail_to_run)
@@ -82,22 +88,19 @@ case "$part" in
     # (510 random ids, pad id 1), one after the other in one call: is the gap between its 1.87x and our
     # 1.66x (inference; training 1.67x against 1.51x) the inputs?
     for task in inference training; do
-      CONFIG_JSON="{${hcfg%, }}" harness "harness-roberta512-$task" 130 performance RobertaForMaskedLM --"$task"
-      CONFIG_JSON="{${hcfg}\"pad_token_id\": 1}" IDS=random SEQ=${SEQ:-510} \
-        harness "harness-roberta510-$task" 130 performance RobertaForMaskedLM --"$task"
+      roberta_its "harness-roberta512-$task" "$task"
+      roberta_ours "harness-roberta510-$task" "$task"
     done ;;
   inputs)  # RoBERTa inference, which of the two input changes moves the harness's compiled step (run4:
     # 9.19 ms at its 512 pad ids, 11.68 ms at our 510 random ids), the orchestrator in the same call
-    CONFIG_JSON="{${hcfg%, }}" harness harness-roberta512pad-inference 130 performance RobertaForMaskedLM --inference
-    CONFIG_JSON="{${hcfg%, }}" SEQ=${SEQ:-510} harness harness-roberta510pad-inference 130 performance RobertaForMaskedLM --inference
-    CONFIG_JSON="{${hcfg}\"pad_token_id\": 1}" IDS=random SEQ=${SEQ:-510} \
-      harness harness-roberta510random-inference 130 performance RobertaForMaskedLM --inference
+    roberta_its harness-roberta512pad-inference inference
+    SEQ=${SEQ:-510} roberta_its harness-roberta510pad-inference inference
+    roberta_ours harness-roberta510random-inference inference
     sweep orch-roberta-infer-harness-numerics 160 "workload=hf workload.model=RobertaForMaskedLM workload.size=$full workload.labels=true bench.task=infer bench.dtype=bf16 compile.mode=reduce-overhead bench=quick verdict.follow_up=false $NUM" ;;
   inputs-train)  # RoBERTa training at matched inputs in one call (run3's 1.509x against the harness's
     # 1.670x crossed inputs; run4's harness at ours, 1.689x, crossed calls)
-    CONFIG_JSON="{${hcfg%, }}" harness harness-roberta512pad-training 130 performance RobertaForMaskedLM --training
-    CONFIG_JSON="{${hcfg}\"pad_token_id\": 1}" IDS=random SEQ=${SEQ:-510} \
-      harness harness-roberta510random-training 130 performance RobertaForMaskedLM --training
+    roberta_its harness-roberta512pad-training training
+    roberta_ours harness-roberta510random-training training
     sweep orch-roberta-train-harness-numerics 200 "workload=hf workload.model=RobertaForMaskedLM workload.size=$full bench.task=train bench.dtype=bf16 compile.mode=reduce-overhead compile.optimizer=true bench=quick verdict.follow_up=false $NUM" ;;
   infer)
     CONFIG_JSON="{${hcfg%, }}" harness harness-bert-infer 90 performance BertForMaskedLM --inference

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The parts of run-gpu.sh as one sweep directory, then `+sweep=hf` re-run into it: every job and every
-# follow-up is found finished (job ids hash the config; a model's follow-up comes from its own jobs,
-# which are the part's), so nothing runs here, and the table, the verdicts with their causes and
-# follow-ups, and results.jsonl are the whole sweep's. It refuses, naming them, when a planned job or
-# a follow-up the merged verdict asks for did not come back.
+# The parts of run-gpu.sh as one sweep directory, then `+sweep=hf` re-run into it with follow-ups off:
+# every planned job is found finished (job ids hash the config), so nothing runs here; then `verdict`
+# over every job there (it re-measures nothing) gives the verdicts with their causes and the follow-ups
+# that ran. The table, the verdicts and results.jsonl are the whole sweep's. It refuses, naming them,
+# when a planned job or a follow-up the merged verdict asks for did not come back.
 #   bash benchmarks/h200-answers/merge.sh DIR_OF_TARBALLS [CPU]
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -212,3 +212,29 @@ def test_the_serving_lines_have_a_section_of_their_own():
     assert "Serving, as the batch grows" not in {
         t for t, _, _ in sections(Verdict(10_000, None, "cold", "", []))
     }
+
+
+def test_an_infinite_and_a_nan_parity_error_leave_every_table_filled(initargs_sweep, tmp_path):
+    """Issue 59: a buffer miscompile reads `parity_err: inf`; the page once embedded the bare token
+    `Infinity` in its JSON, the browser's JSON.parse threw, and "All jobs" and "Failures" stayed empty."""
+    sweep = tmp_path / "nonfinite"
+    shutil.copytree(initargs_sweep, sweep, ignore=shutil.ignore_patterns("dashboard.html", "wandb"))
+    compiled = sorted(p for p in (sweep / "jobs").glob(f"*/{RESULT_FILE}") if '"default"' in p.read_text())
+    for path, err in zip(compiled, (math.inf, math.nan), strict=True):
+        r = json.loads(path.read_text())
+        r.update(status="parity_fail", parity_ok=False, parity_err=err, error=f"planted parity error {err}")
+        r["parity_worst"] = [{"tensor": "buffer steps", "err": err, "limit": 1e-4}]
+        path.write_text(json.dumps(r))  # Python writes the bare tokens, as an old result may hold them
+    proc = run_cli(["report", str(sweep)], cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    page = (sweep / "dashboard.html").read_text()
+    for blob in re.findall(r"<script type='application/json' id='[\w-]+-data'>(.*?)</script>", page, re.S):
+        json.loads(blob, parse_constant=lambda token: pytest.fail(f"{token} in the page's JSON"))
+    dom = dump_dom((sweep / "dashboard.html").as_uri(), tmp_path / "p")
+    assert 'data-ready="true"' in dom and attr(dom, "js-errors", "style") in (None, ""), "no JS error"
+    headers, rows, _ = grid_rows(dom, "results")
+    assert len(rows) == 4, "every job in All jobs"
+    _, failures, _ = grid_rows(dom, "failures")
+    assert len(failures) == 2 and {"planted parity error inf", "planted parity error nan"} <= {
+        c for row in failures for c in row
+    }

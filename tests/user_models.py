@@ -382,3 +382,25 @@ class OneLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.linear(x)
+
+
+class NaNInEager(MLP):
+    """NaN in eager itself (one weight holds NaN, as from a bad checkpoint): the model's fault, not compile's."""
+
+    def __init__(self, dim: int = 32, hidden: int = 64) -> None:
+        super().__init__(dim, hidden)
+        with torch.no_grad():
+            self.net[2].weight[0, 0] = float("nan")
+
+
+class CounterMiscompiled(MLP):
+    """A planted miscompile of an integer counter buffer: compiled, it advances by 2 a call. The output
+    does not read it, so only the buffer comparison can see it (its error is infinite)."""
+
+    def __init__(self, dim: int = 32, hidden: int = 64) -> None:
+        super().__init__(dim, hidden)
+        self.register_buffer("steps", torch.zeros((), dtype=torch.long))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.steps.add_(2 if torch.compiler.is_compiling() else 1)
+        return self.net(x)

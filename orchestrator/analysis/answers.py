@@ -56,8 +56,9 @@ class ModelVerdict:
     model: str = ""  # the values that tell it apart from the sweep's other models
     jobs: int = 0  # its jobs in the sweep
     failed: list[str] = field(default_factory=list)  # settings that did not pass, with their status
-    choice: str = "eager"  # the setting to use, `eager`, or `no trustworthy answer`
-    outcome: str = "none_passed"  # compile, eager_cost, no_gain, slower, none_passed, untrusted
+    choice: str = "eager"  # the setting to use, `eager`, `no trustworthy answer`, or `no answer`
+    # compile, eager_cost, no_gain, slower, none_passed, untrusted, eager_not_finite (no answer)
+    outcome: str = "none_passed"
     why: str = ""  # the sentence printed
     setting: str | None = None  # the setting the figures are for: the chosen one, else the best passed
     job_id: str | None = None  # that setting's job

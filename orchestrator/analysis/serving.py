@@ -84,4 +84,4 @@ def batch_lines(df: pd.DataFrame, verdicts: list[ModelVerdict], models: list[str
 def _answer(v: ModelVerdict) -> str:
     if v.outcome == "compile":
         return f"use {v.choice} {v.speedup:.3g}x" if v.speedup else f"use {v.choice}"
-    return "no trustworthy answer" if v.outcome == "untrusted" else "eager"
+    return {"untrusted": "no trustworthy answer", "eager_not_finite": "no answer"}.get(v.outcome, "eager")

@@ -156,6 +156,13 @@ def decide(part: pd.DataFrame, settings: list[str], vc: VerdictConfig) -> ModelV
     failed = [
         f"{setting_text(r, settings)} ({r[COL.status]})" for _, r in compiled.drop(passed.index).iterrows()
     ]
+    eager_at_fault = part[part[COL.status] == "eager_not_finite"]
+    if passed.empty and len(eager_at_fault):  # no compiled setting can be judged: eager is NaN or Inf
+        said = eager_at_fault.iloc[0].get(COL.parity_error) or failure_message(eager_at_fault.iloc[0])
+        why = f"no answer: {said}; fix that first"
+        return ModelVerdict(
+            jobs=len(part), failed=failed, choice="no answer", outcome="eager_not_finite", why=why
+        )
     if passed.empty:
         why = f"no compiled setting passed: {', '.join(failed)}" if len(compiled) else (
             "no compiled setting in this sweep"
@@ -262,7 +269,9 @@ def lines(verdict: Verdict) -> list[str]:
     head += f"; numerics: {numerics.pop()}" if len(numerics) == 1 else ""  # else per model, below
     out = [head + (f"; every model: {verdict.shared}" if verdict.shared else "")]
     for v in verdict.models:
-        head = {"compile": f"use {v.choice}: ", "untrusted": ""}.get(v.outcome, "eager: ")
+        head = {"compile": f"use {v.choice}: ", "untrusted": "", "eager_not_finite": ""}.get(
+            v.outcome, "eager: "
+        )
         at = f" (at {v.numerics})" if v.numerics and len(numerics) > 1 else ""
         out.append(f"verdict {v.model}: {head}{v.why}{at}")
         label = "risks" if v.outcome == "compile" else f"risks of {v.setting}"

@@ -22,7 +22,7 @@ from typing import Any
 
 from orchestrator.core.files import write_json_atomic
 
-FAILURE_CLASSES = ("parity_fail", "compile_error", "oom", "timeout", "crash", "no_graph")
+FAILURE_CLASSES = ("parity_fail", "eager_not_finite", "compile_error", "oom", "timeout", "crash", "no_graph")
 RANK_ERROR = "rank{}.error.json"
 
 
@@ -32,6 +32,10 @@ class ConfigError(ValueError):
 
 class ParityError(RuntimeError):
     """Compiled results differ from eager beyond tolerance (the figures travel in the result)."""
+
+
+class EagerNotFiniteError(ParityError):
+    """Eager itself gave NaN or Inf: the model or its inputs are at fault, not compile (no parity)."""
 
 
 class NoGraphError(RuntimeError):
@@ -51,6 +55,8 @@ def classify(exc: BaseException) -> str:
     import torch
     from submitit.core.utils import UncompletedJobError
 
+    if isinstance(exc, EagerNotFiniteError):
+        return "eager_not_finite"
     if isinstance(exc, ParityError):
         return "parity_fail"
     if isinstance(exc, NoGraphError):

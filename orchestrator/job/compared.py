@@ -69,13 +69,37 @@ def _by_name(train: bool, tensors: Reference) -> dict[str, torch.Tensor]:
     values, grads, bufs = tensors
     named = {("loss" if train and len(values) == 1 else f"output[{i}]"): t for i, t in enumerate(values)}
     named |= {f"grad {n}": g for n, g in grads.items()}
-    return named | {f"buffer {n}": b for n, b in bufs.items() if b.is_floating_point()}
+    return named | {f"buffer {n}": b for n, b in bufs.items()}
+
+
+def tensor_error(value: torch.Tensor, reference: torch.Tensor) -> float:
+    """One tensor's relative error against its reference; an integer tensor (a step counter) is exact or
+    infinitely off, as the buffer check judges it (parity._buffer_error)."""
+    if value.is_floating_point() or value.is_complex():
+        return rel_error([value], [reference])
+    return 0.0 if torch.equal(value.cpu(), reference.cpu()) else math.inf
 
 
 def _named(ctx: JobContext, side: Side, out: object) -> dict[str, torch.Tensor]:
     """One side's compared tensors by name (`_by_name`)."""
     grads = gradients(side.model) if ctx.train else {}
     return _by_name(ctx.train, (flat_tensors(out), grads, buffers(side.model)))
+
+
+def not_finite(train: bool, tensors: Reference, wrapped: bool) -> list[str]:
+    """The compared tensors (`_by_name`) that hold NaN or Inf, as `grad fc.weight: NaN`, in compared order."""
+    found = []
+    for name, t in _by_name(train, tensors).items():
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            found.append(f"{_shown(name, wrapped)}: {'NaN' if bool(torch.isnan(t).any()) else 'Inf'}")
+    return found
+
+
+def eager_not_finite(ctx: JobContext, eager: Side, out: object) -> list[str]:
+    """The eager side's outputs, gradients and buffers that hold NaN or Inf (`not_finite`)."""
+    grads = gradients(eager.model) if ctx.train else {}
+    wrapped = isinstance(ctx.wl.model, TaskLoss)
+    return not_finite(ctx.train, (flat_tensors(out), grads, buffers(eager.model)), wrapped)
 
 
 def _shown(name: str, wrapped: bool) -> str:
@@ -111,10 +135,10 @@ def worst_tensors(
     for name, r in reference.items():
         if name not in mine or mine[name].shape != r.shape:
             continue
-        err = rel_error([mine[name]], [r])
+        err = tensor_error(mine[name], r)
         limit = tol
         if limit_of is not None and name in theirs:  # the fp64 rule, tensor by tensor
-            limit = limit_of["multiplier"] * rel_error([theirs[name]], [r]) + tol / 10
+            limit = limit_of["multiplier"] * tensor_error(theirs[name], r) + tol / 10
         rows.append({"tensor": _shown(name, wrapped), "err": err, "limit": limit})
     return _ranked(rows)
 
@@ -123,7 +147,7 @@ def twin_errors(ctx: JobContext, eager: Side, compiled: Side, out: dict) -> dict
     """Each compared tensor's error, compiled against its eager side, as plain numbers (the sides can
     then be freed before anything else takes the device)."""
     mine, theirs = _named(ctx, compiled, out["compiled"]), _named(ctx, eager, out["eager"])
-    return {n: rel_error([mine[n]], [t]) for n, t in theirs.items() if n in mine and mine[n].shape == t.shape}
+    return {n: tensor_error(mine[n], t) for n, t in theirs.items() if n in mine and mine[n].shape == t.shape}
 
 
 def worst_by_rounding(
@@ -139,7 +163,7 @@ def worst_by_rounding(
     for name, err in errors.items():
         limit = tol
         if name in rounded and name in truth and rounded[name].shape == truth[name].shape:
-            limit = multiplier * rel_error([rounded[name]], [truth[name]]) + tol / 10
+            limit = multiplier * tensor_error(rounded[name], truth[name]) + tol / 10
         rows.append({"tensor": _shown(name, wrapped), "err": err, "limit": limit})
     return _ranked(rows)
 
@@ -152,7 +176,7 @@ def worst_sampled(ctx: JobContext, eager: dict, compiled: dict, tol: float) -> l
     # The workload is gone from this process by now: every gradient under `inner.` is the wrapper's.
     wrapped = bool(eager["grads"]) and all(n.startswith("inner.") for n in eager["grads"])
     rows = [
-        {"tensor": _shown(name, wrapped), "err": rel_error([mine[name]], [t]), "limit": tol}
+        {"tensor": _shown(name, wrapped), "err": tensor_error(mine[name], t), "limit": tol}
         for name, t in theirs.items()
         if name in mine
     ]

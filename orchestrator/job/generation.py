@@ -28,9 +28,8 @@ from typing import Any
 import torch
 
 from orchestrator.config.schema import CUDAGRAPH_MODES
-from orchestrator.core.failures import ParityError
 from orchestrator.core.stats import median_ratio_ci, percentiles
-from orchestrator.job import compile_cost, generation_checks, speed
+from orchestrator.job import compile_cost, generation_checks, parity, speed
 from orchestrator.job.compile_settings import numerics_now
 from orchestrator.job.context import JobContext
 from orchestrator.job.parallelize import compile_kwargs
@@ -167,8 +166,7 @@ def run_generation(ctx: JobContext) -> None:
         with ctx.clock.phase("memory"):
             one = partial(request, ctx, decoder=decoder, prompt=prompt, pos=pos)
             r.memory = generation_checks.peak_memory(ctx, eager, compiled, decoder, one)
-    if r.parity and r.parity.parity_ok is False:  # after the speed figures: a failure keeps its timings
-        raise ParityError(r.parity.parity_error)
+    parity.raise_if_failed(r.parity)  # after the speed figures: a failure keeps its timings
 
 
 def _first_compiled(

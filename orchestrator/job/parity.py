@@ -12,13 +12,16 @@ from pathlib import Path
 import torch
 from torch.nn.modules.batchnorm import _NormBase
 
+from orchestrator.core.failures import EagerNotFiniteError, ParityError
 from orchestrator.core.stats import rel_error
 from orchestrator.job.compared import (
     Reference,
     buffers,
+    eager_not_finite,
     flat_tensors,
     gradients,
     load_buffers,
+    not_finite,
     worst_sampled,
     worst_tensors,
 )
@@ -125,6 +128,31 @@ def upcast_for(ctx: JobContext, computes: str) -> torch.dtype | None:
     return torch.float32 if computes != "fp32" else None
 
 
+NOT_FINITE_SHOWN = 3  # non-finite eager tensors a message names
+
+
+def eager_not_finite_parity(found: list[str], tol: float) -> Parity:
+    """The parity of a job whose eager side is not finite: failed, and saying that eager is at fault."""
+    more = f" and {len(found) - NOT_FINITE_SHOWN} more tensor(s)" if len(found) > NOT_FINITE_SHOWN else ""
+    return Parity(
+        parity_ok=False,
+        parity_tol=tol,
+        parity_rule="not judged: eager itself is not finite",
+        parity_eager_not_finite=found,
+        parity_error=(
+            f"eager itself is not finite: {', '.join(found[:NOT_FINITE_SHOWN])}{more}; the model or its "
+            "inputs, not compile (compiled was not judged)"
+        ),
+    )
+
+
+def raise_if_failed(parity: Parity | None) -> None:
+    """After the timings (a failure keeps them): the job's parity failure, as the class it is."""
+    if parity is not None and parity.parity_ok is False:
+        failure = EagerNotFiniteError if parity.parity_eager_not_finite else ParityError
+        raise failure(parity.parity_error)
+
+
 def check_parity(ctx: JobContext, eager: Side, compiled: Side, out: dict, fp64: bool = True) -> Parity:
     """Compiled against eager, the way PyTorch's accuracy checker judges it: it passes when it is
     within the dtype's tolerance of eager (normal reduction-order differences), or else when its
@@ -136,6 +164,9 @@ def check_parity(ctx: JobContext, eager: Side, compiled: Side, out: dict, fp64: 
     cfg = ctx.cfg
     computes = compute_dtype(eager.model, cfg.bench.dtype)
     tol = PARITY_TOL[computes]
+    found = eager_not_finite(ctx, eager, out["eager"])
+    if ctx.all_reduce_max(float(bool(found))):  # every rank returns here, or none
+        return eager_not_finite_parity(found, tol)
     eager_grads = gradients(eager.model) if ctx.train else {}
     vs_eager = _errors(
         ctx, eager, compiled, out, (flat_tensors(out["eager"]), eager_grads, buffers(eager.model))
@@ -223,6 +254,9 @@ def check_sampled_parity(ctx: JobContext, eager_file: Path, compiled_file: Path)
     e, c = torch.load(eager_file), torch.load(compiled_file)
     eager_file.unlink()
     compiled_file.unlink()
+    wrapped = bool(e["grads"]) and all(n.startswith("inner.") for n in e["grads"])
+    if found := not_finite(ctx.train, (e["out"], e["grads"], {}), wrapped):
+        return eager_not_finite_parity(found, tol)
     out_err = rel_error(c["out"], e["out"])
     names = sorted(e["grads"])
     grad_err = rel_error([c["grads"][n] for n in names], [e["grads"][n] for n in names]) if names else None

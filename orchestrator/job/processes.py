@@ -17,8 +17,7 @@ from pathlib import Path
 import torch
 
 from orchestrator.config.spec import JobSpec
-from orchestrator.core.failures import ParityError
-from orchestrator.job import speed
+from orchestrator.job import parity, speed
 from orchestrator.job.compile_probe import as_probe
 from orchestrator.job.context import JobContext
 from orchestrator.job.fresh import run_fresh
@@ -120,5 +119,4 @@ def one_after_the_other(spec: JobSpec, ctx: JobContext, cache: Path, why: str | 
         r.parity = check_sampled_parity(ctx, *samples)
     for sample in samples:
         sample.unlink(missing_ok=True)
-    if r.parity and r.parity.parity_ok is False:
-        raise ParityError(r.parity.parity_error)  # after the timings: a parity failure keeps them
+    parity.raise_if_failed(r.parity)  # after the speed figures: a failure keeps its timings

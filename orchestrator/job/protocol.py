@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from orchestrator.config.schema import CUDAGRAPH_MODES
-from orchestrator.core.failures import CompileError, ParityError
+from orchestrator.core.failures import CompileError
 from orchestrator.job import (
     aoti,
     compile_cost,
@@ -93,8 +93,7 @@ def run_protocol(ctx: JobContext, rule: SidesRule) -> JobResult:
             if built is not None:
                 wl.model.load_state_dict(built)
             r.parity = _random_parity(ctx)
-    if r.parity and r.parity.parity_ok is False:  # after the speed figures: a failure keeps its timings
-        raise ParityError(r.parity.parity_error)
+    parity.raise_if_failed(r.parity)  # after the speed figures: a failure keeps its timings
     return r
 
 

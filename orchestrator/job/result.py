@@ -260,6 +260,8 @@ class Parity:
     parity_buffer_err: NUMBER = None
     parity_buffers: int | None = None
     parity_error: str | None = None
+    parity_eager_not_finite: list = field(default_factory=list)
+    """Where eager itself is not finite, its non-finite tensors (`output[0]: NaN`): no parity judged."""
     parity_rng: str | None = None
     parity_note: str | None = None
     parity_worst: list = field(default_factory=list)

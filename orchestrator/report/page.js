@@ -23,6 +23,11 @@ function fmt(v) {
   return v.toPrecision(3);
 }
 
+// An infinite number comes as the text 'inf' or '-inf' (JSON has none): sorted as the number.
+function asNumber(v) {
+  return v === 'inf' ? Infinity : v === '-inf' ? -Infinity : v;
+}
+
 function Grid(root) {
   var spec = JSON.parse(document.getElementById(root.dataset.src).textContent);
   var cols = spec.columns, all = spec.rows, size = spec.page_size;
@@ -77,7 +82,7 @@ function Grid(root) {
     if (state.sort >= 0) {
       var i = state.sort, dir = state.asc ? 1 : -1;
       state.rows.sort(function (a, b) {
-        var x = a[i], y = b[i];
+        var x = asNumber(a[i]), y = asNumber(b[i]);
         if (x === null || x === undefined) return 1;
         if (y === null || y === undefined) return -1;
         return dir * (typeof x === 'number' && typeof y === 'number' ? x - y : String(x).localeCompare(String(y)));

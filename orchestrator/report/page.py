@@ -36,11 +36,15 @@ MORE_COLUMNS = [rf.key for rf in FIELDS.values() if rf.dashboard and not rf.role
 
 
 def _json_value(value: object) -> object:
-    """A cell for the page's JSON: numbers to 4 significant digits (the file stays small), None for NaN."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
+    """A cell for the page's JSON: numbers to 4 significant digits (the file stays small), None for NaN,
+    the text `inf` / `-inf` for an infinite number (JSON has no infinity: a bare `Infinity` token makes
+    the browser's JSON.parse throw and every table stay empty; page.js sorts the text as the number)."""
     if hasattr(value, "item"):  # numpy scalars
         value = value.item()  # type: ignore[union-attr]
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
     if isinstance(value, bool) or not isinstance(value, int | float):
         return value if isinstance(value, str | bool) else axis_text(value)
     return value if isinstance(value, int) else float(f"{value:.4g}")
@@ -67,7 +71,7 @@ def grid(
         "page_size": page_size,
         "more": any(not main for _, _, main in columns),
     }
-    data = json.dumps(spec, separators=(",", ":"), default=str).replace("</", "<\\/")
+    data = json.dumps(spec, separators=(",", ":"), default=str, allow_nan=False).replace("</", "<\\/")
     hashed = f" data-hash='{hash_key}'" if hash_key else ""
     return (
         f"<script type='application/json' id='{table_id}-data'>{data}</script>"

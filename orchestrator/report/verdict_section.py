@@ -35,6 +35,8 @@ def answer_words(v: ModelVerdict) -> str:
         return f"use {v.choice}"
     if v.outcome == "untrusted":
         return "no trustworthy answer"
+    if v.outcome == "eager_not_finite":
+        return "no answer (eager itself is not finite)"
     return f"eager ({v.outcome.replace('_', ' ')})"
 
 

@@ -8,8 +8,9 @@ import math
 from conftest import FAST, TESTS, by_label, run_cli
 
 from orchestrator.config.plan import build_plan
-from orchestrator.launch.checks import check_plan
+from orchestrator.job.result import COL
 from orchestrator.job.worker import run_job
+from orchestrator.launch.checks import check_plan
 
 USER = ["workload=module", f"workload.path={TESTS}", "workload.inputs=[[8,32]]"]
 GRAPH_ONLY = ["compile.backend=aot_eager"]  # dynamo and AOT autograd for real, no C++ to build
@@ -49,3 +50,78 @@ def test_a_failing_integer_buffer_is_named_among_the_worst_tensors(tmp_path, com
     worst = r["parity_worst"][0]
     assert worst["tensor"] == "buffer steps" and math.isinf(worst["err"]), r["parity_worst"]
     assert "worst tensors: buffer steps inf" in r["error"], r["error"]
+
+
+def test_a_python_branch_on_a_tensor_value_is_said_in_words_with_its_fixes(tmp_path, compile_cache):
+    r = measure(tmp_path, compile_cache, "workload.target=user_models:BranchesOnValue", "bench.task=infer")
+    assert r["status"] == "ok" and r["graph_breaks"] >= 1, r["error"]
+    reason = r["break_reasons"][0]["reason"]
+    assert reason.startswith("a Python branch on a tensor's value"), reason
+    assert "torch.cond" in reason and "torch.where" in reason and "(dynamo: generic_jump" in reason
+
+
+def test_an_answer_is_said_once_and_never_cut():
+    from orchestrator.analysis.answers import ModelVerdict, Verdict
+    from orchestrator.analysis.verdict import lines
+    from orchestrator.report.verdict_section import answers
+
+    why = "no trustworthy answer: " + " ".join(f"reason{i} of the eager control" for i in range(12))
+    why += "; to get one: rerun it alone, and it pays back only after 1234 steps"
+    v = ModelVerdict(model="m", choice="no trustworthy answer", outcome="untrusted", why=why)
+    page = answers(Verdict(10_000, None, "cold", "", [v]))
+    assert page.count("no trustworthy answer") == 1, page
+    printed = lines(Verdict(10_000, None, "cold", "", [v]))
+    assert all(len(line) <= 160 for line in printed) and not any(line.endswith("...") for line in printed)
+    assert " ".join(line.strip() for line in printed[1:]) == f"verdict m: {why}", "wrapped, every word kept"
+
+
+def _row(**figures: object):
+    import pandas as pd
+
+    from orchestrator.job.result import COL
+
+    return pd.Series({getattr(COL, k): v for k, v in figures.items()})
+
+
+def test_a_profile_unlike_the_timed_step_is_not_quoted_in_milliseconds():
+    """A busy host during the profile pass: the compiled step read 402 ms there, 3.10 ms timed."""
+    from orchestrator.analysis.causes import cause_line, causes
+
+    row = _row(
+        mode="default",
+        env_cuda="13.0",
+        eager_ms=3.4,
+        compiled_ms=3.10,
+        eager_profile_step_ms=4.0,
+        compiled_profile_step_ms=402.0,
+        eager_busy_fraction=0.9,
+        compiled_busy_fraction=0.6,
+        eager_time_split={"elementwise": 1.2, "matmul": 2.0},
+        compiled_time_split={"fused": 216.0, "matmul": 2.0},
+    )
+    found = causes(row)
+    assert not any("216" in c.text or "402 ms of" in c.text for c in found if c.affects != "profile"), found
+    line = cause_line(found, 1.1, [1.05, 1.15], "compile")
+    assert "the profile pass was not representative (its compiled step read 402 ms against 3.1 ms" in line
+    assert "216" not in line
+    row[COL.compiled_profile_step_ms] = 4.5
+    assert any("elementwise" in c.text for c in causes(row)), "a representative profile is still read"
+
+
+def test_no_lever_the_device_ignores_where_a_table_s_cpu_row_reads_nan():
+    """A CPU sweep with crashed jobs: the passed row's `env_cuda` reads NaN in the table (other rows lack
+    the key), and NaN is truthy: the TF32 lever was planned for a CPU job."""
+    from orchestrator.analysis.causes import causes, ran_on_cuda
+
+    row = _row(
+        mode="default",
+        env_cuda=math.nan,
+        compiled_ms=2.0,
+        num_matmul_precision="highest",
+        graph_fp32_matmuls=4,
+        graph_matmuls=4,
+    )
+    assert not ran_on_cuda(row)
+    assert not [c for c in causes(row) if c.lever], "no lever on a CPU"
+    row[COL.env_cuda] = "13.0"
+    assert any(c.lever == "bench.matmul_precision=high" for c in causes(row)), "on a GPU it is named"

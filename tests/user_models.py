@@ -385,7 +385,7 @@ class OneLinear(nn.Module):
 
 
 class NaNInEager(MLP):
-    """NaN in eager itself (one weight holds NaN, as from a bad checkpoint): the model's fault, not compile's."""
+    """NaN in eager itself (a weight holds NaN, as a bad checkpoint's): the model's fault, not compile's."""
 
     def __init__(self, dim: int = 32, hidden: int = 64) -> None:
         super().__init__(dim, hidden)
@@ -404,3 +404,13 @@ class CounterMiscompiled(MLP):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self.steps.add_(2 if torch.compiler.is_compiling() else 1)
         return self.net(x)
+
+
+class BranchesOnValue(MLP):
+    """A Python `if` on a tensor's value: dynamo breaks the graph there (`generic_jump TensorVariable()`)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.net(x)
+        if y.sum() > 0:
+            return y + 1
+        return y - 1

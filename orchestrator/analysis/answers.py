@@ -28,7 +28,8 @@ class Cause:
     ms_per_step: NUMBER = None  # the milliseconds of a step it accounts for, where they are measured
     text: str = ""  # the sentence, with its number
     lever: str | None = None  # the setting that addresses it, where one is known
-    affects: str = "step"  # the step's time, the run's `compile` seconds, or `gain` (why faster only)
+    # the step's time, the run's `compile` seconds, `gain` (why faster only), or `profile` (a note)
+    affects: str = "step"
 
 
 @dataclass

@@ -6,7 +6,8 @@ the GPU idle (launch-bound) and a compiled step whose GPU waits between kernels 
 call's own host overhead (guards, the compiled region's wrapper) and the kernels a step runs on each
 side (fusion). Each cause carries its number, the milliseconds of a step it accounts for where
 those are measured, and the setting that addresses it where one is known. Nothing here is inferred
-from the model's kind or size: a cause without its measurement is not named."""
+from the model's kind or size: a cause without its measurement is not named. A profile pass unlike the
+timed steps is not quoted (`idle.representative`). A little over 250 lines: one cause per measurement."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from collections import Counter
 import pandas as pd
 
 from orchestrator.analysis.answers import Cause
-from orchestrator.analysis.idle import idle_causes
+from orchestrator.analysis.idle import idle_causes, representative
 from orchestrator.core.numbers import is_false, number
 from orchestrator.job.result import COL, NO_REASON
 from orchestrator.results.present import duration
@@ -39,6 +40,12 @@ def _dynamic(row: pd.Series) -> bool:
     return dynamic is not None and not pd.isna(dynamic) and bool(dynamic)
 
 
+def ran_on_cuda(row: pd.Series) -> bool:
+    """The job ran on a GPU: its CUDA version is recorded (NaN, where a table's other rows lack the
+    key, is truthy: never read as a GPU)."""
+    return isinstance(row.get(COL.env_cuda), str) and bool(row.get(COL.env_cuda))
+
+
 def top_break_reason(row: pd.Series) -> str:
     """The commonest graph-break reason's first line (60 characters); '' where no break is listed."""
     lines = (str(b.get("reason") or "no reason given").splitlines() for b in listed(row, COL.break_reasons))
@@ -58,7 +65,8 @@ def cudagraph_skips_text(row: pd.Series) -> str | None:
 def causes(row: pd.Series) -> list[Cause]:
     """The measured causes of one compiled job's speedup, the largest first: those with milliseconds
     attributed by them, then the others as measured (graph breaks, recompiles, skips)."""
-    found: list[Cause] = []
+    row, unrepresentative = representative(row)  # a profile pass unlike the timed steps: not quoted
+    found: list[Cause] = [unrepresentative] if unrepresentative else []
     fraction, breaks = number(row.get(COL.compiled_fraction)), number(row.get(COL.graph_breaks)) or 0
     if breaks > 0 and fraction is not None and 1 - fraction >= LEFT_EAGER:
         top = top_break_reason(row)
@@ -102,7 +110,7 @@ def causes(row: pd.Series) -> list[Cause]:
         found.append(Cause("fusion", kernels[0] / kernels[1], None, text, None))
     found += _split_causes(row)
     fp32, matmuls = number(row.get(COL.graph_fp32_matmuls)), number(row.get(COL.graph_matmuls))
-    if fp32 and matmuls and row.get(COL.env_cuda) and row.get(COL.num_matmul_precision) == "highest":
+    if fp32 and matmuls and ran_on_cuda(row) and row.get(COL.num_matmul_precision) == "highest":
         text = f"{fp32:.0f} of the compiled graph's {matmuls:.0f} matmuls a forward run in float32, TF32 off"
         found.append(Cause("fp32_matmuls", fp32, None, text, "bench.matmul_precision=high"))
     # What keeps most of the forward from running compiled comes first: the compiled step's other
@@ -148,7 +156,7 @@ def _kind_lever(row: pd.Series, kind: str, attention_as_matmuls: bool) -> str | 
     precision first. A slower fused attention kernel has none: the math path's precision does not
     move it (Llama on an H100: 2.05 ms, 2.09 with it), and on a GPU the math path runs no attention
     kernel of its own (it is matmuls and a softmax, the first case)."""
-    if not row.get(COL.env_cuda):
+    if not ran_on_cuda(row):
         return None
     if kind == "matmul" and attention_as_matmuls and is_false(row.get(COL.num_sdp_reduced_math)):
         return "bench.sdp_reduced_math=true"
@@ -229,6 +237,15 @@ def slowing(found: list[Cause], affects: str = "step") -> list[Cause]:
 
 
 def cause_line(found: list[Cause], speedup: float | None, ci: list[float | None], outcome: str) -> str | None:
+    """`_cause_sentence`, then what the profile pass could not tell (unlike the timed steps)."""
+    notes = [c.text for c in found if c.affects == "profile"]
+    said = [_cause_sentence(found, speedup, ci, outcome), *notes]
+    return "; ".join(s for s in said if s) or None
+
+
+def _cause_sentence(
+    found: list[Cause], speedup: float | None, ci: list[float | None], outcome: str
+) -> str | None:
     """The sentence the answer carries: why slower (or no gain) where the setting is slower than eager,
     gains under 10% or its CI includes 1, from what costs the step time (for a gain never paid back,
     then compile time, where the step shows none); where the gain is there but its compile is never

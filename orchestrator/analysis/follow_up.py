@@ -17,7 +17,7 @@ import dataclasses
 import pandas as pd
 
 from orchestrator.analysis.answers import Cause, FollowUp, Verdict
-from orchestrator.analysis.causes import causes, kind_split, slowing
+from orchestrator.analysis.causes import causes, kind_split, ran_on_cuda, slowing
 from orchestrator.config.plan import job_id_of
 from orchestrator.config.spec import JobSpec, to_job_config
 from orchestrator.core.numbers import number
@@ -69,7 +69,7 @@ def follow_up_specs(verdict: Verdict, df: pd.DataFrame, sweep_dir: str) -> list[
         row = rows.loc[v.job_id]
         same = [c for c in keys_of("model") if c in rows]  # the model's jobs: its settings alike
         model = rows[(rows[same].astype(str) == row[same].astype(str)).all(axis=1)]
-        on_cpu = not row.get(COL.env_cuda)
+        on_cpu = not ran_on_cuda(row)
         for cause in v.causes:
             lever = cause.lever
             if lever is None or (on_cpu and lever in CUDA_ONLY) or _measured_already(model, lever):

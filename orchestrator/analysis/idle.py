@@ -14,8 +14,34 @@ from orchestrator.config.schema import CUDAGRAPH_MODES
 from orchestrator.core.numbers import number
 from orchestrator.job.result import COL
 
+PROFILE_STRETCH = 3.0  # the profiler's own host cost stretches a launch-bound step up to about 2x
+PROFILED = ("time_split", "busy_fraction", "profile_step_ms", "overhead_ms_per_step", "kernels_per_step")
 LAUNCH_BOUND = 0.5  # an eager step whose GPU is busy less than this share of it is launch-bound
 IDLE_SHARE = 0.05  # a compiled step's idle time worth naming, as a share of the step
+
+
+def representative(row: pd.Series) -> tuple[pd.Series, Cause | None]:
+    """The row with the profile figures of any side whose profiled step is not its timed step (longer or
+    shorter than the profiler's stretch or the timed steps' own spread allow: a host busy during the
+    profile pass read a compiled step at 402 ms where the timed one was 3.10 ms) left out, so that no
+    cause quotes their milliseconds; and the note that says so (None where every side is representative)."""
+    off = []
+    for side in ("eager", "compiled"):
+        profiled = number(row.get(getattr(COL, f"{side}_profile_step_ms")))
+        timed = number(row.get(getattr(COL, f"{side}_ms")))
+        if not profiled or not timed:
+            continue
+        spread = max(PROFILE_STRETCH, (number(row.get(getattr(COL, f"{side}_p99_ms"))) or timed) / timed)
+        if not 1 / spread <= profiled / timed <= spread:
+            off.append(f"its {side} step read {profiled:.3g} ms against {timed:.3g} ms timed")
+    if not off:
+        return row, None
+    row = row.copy()
+    for side in ("eager", "compiled"):
+        for name in PROFILED:
+            row[getattr(COL, f"{side}_{name}")] = None
+    text = f"the profile pass was not representative ({'; '.join(off)}): no kernel time quoted from it"
+    return row, Cause("profile_unrepresentative", len(off), None, text, None, affects="profile")
 
 
 def kernel_ms(row: pd.Series, side: str) -> float | None:

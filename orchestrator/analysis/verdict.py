@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -260,8 +261,8 @@ def compute(df: pd.DataFrame, plan: dict[str, Any], vc: VerdictConfig) -> Verdic
 
 
 def lines(verdict: Verdict) -> list[str]:
-    """One line per model (a second with its risks and failures, if any), then the suite's; each cut to
-    PLAIN_WIDTH."""
+    """One line per model (a second with its risks and failures, if any), then the suite's; each wrapped
+    at PLAIN_WIDTH (never cut: the answer is read whole), its continuation indented under it."""
     serving = f"{duration(verdict.serve_s)} of serving (infer, generate) or " if verdict.serve_s else ""
     requests = f"{verdict.requests:,} requests (generate) or " if verdict.requests else ""
     head = f"verdict for {serving}{requests}{verdict.steps:,} steps, {verdict.cache} compile"
@@ -286,7 +287,15 @@ def lines(verdict: Verdict) -> list[str]:
     out += verdict.serving
     if verdict.suite:
         out += suite_lines(verdict.suite, PLAIN_WIDTH)
-    return [line if len(line) <= PLAIN_WIDTH else line[: PLAIN_WIDTH - 3] + "..." for line in out]
+    return [piece for line in out for piece in wrapped(line)]
+
+
+def wrapped(line: str) -> list[str]:
+    """A line at most PLAIN_WIDTH wide, wrapped at spaces (a path longer than that stays whole)."""
+    indent = " " * (len(line) - len(line.lstrip()) + 4)
+    return textwrap.wrap(
+        line, PLAIN_WIDTH, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+    ) or [line]
 
 
 def write_verdict(sweep_dir: Path, df: pd.DataFrame, plan: dict[str, Any], vc: VerdictConfig) -> Verdict:

@@ -26,6 +26,25 @@ def _short_reason(text: str) -> str:
     return " ".join(keep)[:400]
 
 
+# dynamo's internal codes for a break, in words a user can act on (the code kept after them)
+_IN_WORDS = (
+    (
+        re.compile(r"^generic_jump \w*(Tensor|SymNode)Variable"),
+        "a Python branch on a tensor's value (an `if` or `while` on a tensor): dynamo cannot trace both "
+        "ways; usual fixes: `torch.where` to choose between values, `torch.cond` to choose between "
+        "branches, or decide outside the compiled model",
+    ),
+)
+
+
+def in_words(reason: str) -> str:
+    """A break reason in words a user can act on, where dynamo gave its internal code."""
+    for code, words in _IN_WORDS:
+        if code.search(reason):
+            return f"{words} (dynamo: {reason})"
+    return reason
+
+
 _SKIPPED = re.compile(r"frame skipped: (\S+) \((.+) line (\d+)\)")
 
 
@@ -43,7 +62,7 @@ def _reasons(breaks: list, messages: list[str], unimplemented: list[str]) -> lis
         if " " not in text.strip() and spare:  # a bare code
             text = f"{text}: {spare.pop(0)}"
         where = f"{frame.filename}:{frame.lineno}" if frame else None
-        reasons.append({"reason": _short_reason(text), "where": where})
+        reasons.append({"reason": in_words(_short_reason(text)), "where": where})
     for message in unimplemented:
         if skipped := _SKIPPED.search(message):
             cause = _short_reason(message.split("***")[0])

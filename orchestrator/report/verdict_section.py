@@ -40,6 +40,13 @@ def answer_words(v: ModelVerdict) -> str:
     return f"eager ({v.outcome.replace('_', ' ')})"
 
 
+def answer_sentence(v: ModelVerdict) -> str:
+    """The answer in a few words, then why; once only where the why already opens with it."""
+    if v.why.startswith(("no trustworthy answer", "no answer")):
+        return v.why
+    return f"{answer_words(v)}. {v.why}"
+
+
 def verdict_table(verdict: Verdict) -> pd.DataFrame:
     rows = []
     for v in verdict.models:
@@ -70,7 +77,7 @@ def answers(verdict: Verdict) -> str:
     models = verdict.models
     items = "".join(
         f"<li class='{html.escape(v.outcome)}'><b>{html.escape(str(v.model))}</b>: "
-        f"{html.escape(answer_words(v))}. {html.escape(v.why)}"
+        f"{html.escape(answer_sentence(v))}"
         + "".join(f"<br>{html.escape(more)}" for more in _beside(v))
         + "</li>"
         for v in models[:MAX_ANSWERS]

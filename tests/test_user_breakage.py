@@ -91,7 +91,12 @@ def test_gpt2_with_labels_breaks_on_transformers_logging_call(tmp_path, compile_
 
 @pytest.mark.parametrize(
     ("model", "task"),
-    [("WhisperForConditionalGeneration", "infer"), ("CLIPModel", "train"), ("Phi3ForCausalLM", "infer")],
+    [
+        ("WhisperForConditionalGeneration", "infer"),
+        ("CLIPModel", "train"),
+        ("Phi3ForCausalLM", "infer"),
+        ("SiglipModel", "infer"),  # its text projection follows the tiny hidden size (issue 59)
+    ],
 )
 def test_speech_vision_text_and_pad_id_families_run_at_tiny(tmp_path, compile_cache, model, task):
     """Whisper gets log-mel features, CLIP ids beside pixel values (and its contrastive loss), and a

@@ -80,6 +80,28 @@ def _apply_size(config: Any, size: str) -> None:
                     setattr(part, key, value)
 
 
+def _sized_kwargs(config: Any, size: str) -> dict[str, Any]:
+    """The preset's keys as constructor arguments of the config class (a sub-config's as its dict), so
+    that keys the class derives from them follow them (SigLIP's text `projection_size` is its
+    `hidden_size` unless given: set afterwards, it kept 768 beside a hidden size of 64)."""
+    kwargs: dict[str, Any] = {}
+    nested = {name: v for name, v in vars(config).items() if v in sub_configs(config)[1:]}
+    for name, part in [(None, config), *nested.items()]:
+        values = {
+            key: value
+            for sized, value in SIZES[size].items()
+            for key in CONFIG_KEYS[sized]
+            if key in part.to_dict()
+        }
+        values |= {k: v for k, v in TINY_EXTRA.items() if size == "tiny" and k in part.to_dict()}
+        values |= _ids_moved(part.to_dict(), values.get("vocab_size"))
+        if name is None:
+            kwargs |= values
+        elif values:
+            kwargs[name] = values
+    return kwargs
+
+
 def _check_user_key(config: Any, key: str, value: Any) -> None:
     """A key the config class has (else the closest names), and a count or size of at least 1 where
     the class's own default is one (`num_hidden_layers: -1` would build a model of no layers)."""
@@ -98,18 +120,27 @@ def _check_user_key(config: Any, key: str, value: Any) -> None:
             )
 
 
-def _ids_inside_vocab(config: Any) -> None:
-    """Special token ids past the vocabulary (a preset shrank it) move to its last entries."""
-    for part in sub_configs(config):
-        vocab = getattr(part, "vocab_size", None)
-        if not isinstance(vocab, int) or vocab < 2:
+def _ids_moved(keys: dict[str, Any], vocab: Any) -> dict[str, Any]:
+    """Special token ids past the vocabulary (a preset shrank it), moved to its last entry."""
+    if not isinstance(vocab, int) or vocab < 2:
+        return {}
+    moved: dict[str, Any] = {}
+    for key, value in keys.items():
+        if not key.endswith("token_id"):
             continue
-        for key in [k for k in part.to_dict() if k.endswith("token_id") and hasattr(part, k)]:
-            value = getattr(part, key)
-            if isinstance(value, int) and value >= vocab:
-                setattr(part, key, vocab - 1)
-            elif isinstance(value, list) and any(isinstance(v, int) and v >= vocab for v in value):
-                setattr(part, key, [min(v, vocab - 1) for v in value])
+        if isinstance(value, int) and value >= vocab:
+            moved[key] = vocab - 1
+        elif isinstance(value, list) and any(isinstance(v, int) and v >= vocab for v in value):
+            moved[key] = [min(v, vocab - 1) for v in value]
+    return moved
+
+
+def _ids_inside_vocab(config: Any) -> None:
+    """Special token ids past the vocabulary (a preset or the user shrank it) move to its last entries."""
+    for part in sub_configs(config):
+        keys = {k: getattr(part, k) for k in part.to_dict() if hasattr(part, k)}
+        for key, value in _ids_moved(keys, getattr(part, "vocab_size", None)).items():
+            setattr(part, key, value)
 
 
 def build_config(cfg: WorkloadConfig, cls: type) -> Any:
@@ -119,6 +150,8 @@ def build_config(cfg: WorkloadConfig, cls: type) -> Any:
             f"workload.size={cfg.size!r} is not an hf preset; choose one of: {', '.join(SIZES)}"
         )
     config = cls.config_class()
+    with contextlib.suppress(TypeError, ValueError):  # a class that takes no such arguments: set below
+        config = cls.config_class(**_sized_kwargs(config, cfg.size))
     _apply_size(config, cfg.size)
     for key, value in (cfg.config or {}).items():
         _check_user_key(config, key, value)

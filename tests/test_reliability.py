@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 from conftest import FAST, TESTS, by_label, run_cli
 
@@ -125,3 +126,29 @@ def test_no_lever_the_device_ignores_where_a_table_s_cpu_row_reads_nan():
     assert not [c for c in causes(row) if c.lever], "no lever on a CPU"
     row[COL.env_cuda] = "13.0"
     assert any(c.lever == "bench.matmul_precision=high" for c in causes(row)), "on a GPU it is named"
+
+
+def test_a_zombie_s_private_cache_is_removed(tmp_path):
+    """A killed attempt's process that its parent has not reaped (`Z` in /proc) is gone: the cache it
+    left is removed before the job runs again, as the orphan stopper already treats it."""
+    import socket
+    import subprocess
+    import sys
+
+    from conftest import wait_until
+
+    from orchestrator.core.files import remove_private_caches
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])  # not waited for: a zombie once it exits
+    try:
+        stat = f"/proc/{child.pid}/stat"
+        wait_until(lambda: open(stat).read().rsplit(")", 1)[1].split()[0] == "Z", 60, "the child a zombie")
+        cache = tmp_path / f"inductor-{socket.gethostname()}-{child.pid}-abc"
+        (cache / "fxgraph").mkdir(parents=True)
+        mine = tmp_path / f"inductor-{socket.gethostname()}-{os.getpid()}-abc"
+        mine.mkdir()
+        remove_private_caches(tmp_path)
+        assert not cache.exists(), "the zombie's cache is removed"
+        assert mine.exists(), "a live process keeps its own"
+    finally:
+        child.wait()

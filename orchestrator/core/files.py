@@ -49,8 +49,15 @@ def remove_private_caches(folder: Path, pid: int | None = None) -> None:
 
 
 def _alive(pid: str) -> bool:
+    """A process that can still use its cache: not gone, and not a zombie (dead, not yet reaped: a
+    host whose init reaps late, or a container with none, keeps one for ever; `os.kill(pid, 0)` alone
+    reads it alive, and its cache stayed)."""
     if not pid.isdigit():
         return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        pass  # no /proc here (or gone while read): ask the kernel
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:

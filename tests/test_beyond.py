@@ -55,9 +55,9 @@ def test_blocks_scope_compiles_one_block_graph_reused_by_every_block(tmp_path, c
     assert 'id="chart-scope"' in page, "the compile-seconds-against-speedup chart by scope"
 
 
-def test_blocks_scope_without_blocks_is_a_compile_error(tmp_path, compile_cache):
-    r = measure(tmp_path, compile_cache, "workload=block", "compile.scope=blocks")
-    assert r["status"] == "compile_error" and "has no repeated blocks" in r["error"]
+def test_blocks_scope_without_blocks_is_refused_before_anything_runs(tmp_path, capsys):
+    err = refused(tmp_path, capsys, "workload=block", "compile.scope=blocks")
+    assert "compile.scope=blocks needs repeated blocks" in err and "workload.blocks=PATH" in err, err
 
 
 def test_regions_scope_where_torch_lacks_it_is_refused(tmp_path, capsys, monkeypatch):

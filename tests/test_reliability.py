@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 
+import pytest
 from conftest import FAST, TESTS, by_label, run_cli
 
 from orchestrator.config.plan import build_plan
@@ -152,3 +153,32 @@ def test_a_zombie_s_private_cache_is_removed(tmp_path):
         assert mine.exists(), "a live process keeps its own"
     finally:
         child.wait()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            ["workload.target=user_models:DoubleIt"],
+            "workload.target=user_models:DoubleIt is a torch.autograd.Function, not an nn.Module; wrap it",
+        ),
+        (
+            ["workload.target=user_models:MLP", "compile.scope=blocks"],
+            "compile.scope=blocks needs repeated blocks (a ModuleList or Sequential of one class): "
+            "user_models:MLP has none",
+        ),
+        (
+            ["workload.target=user_models:MLP", "parallel=fsdp"],
+            "parallel=fsdp needs repeated blocks",
+        ),
+        (
+            ["workload.target=user_models:TakesOneDict", "workload.make_inputs=user_models:one_dict"],
+            "workload.inputs and workload.make_inputs are both set",
+        ),
+    ],
+)
+def test_late_refusals_now_come_before_anything_runs(tmp_path, overrides, message):
+    proc = run_cli([*FAST, *USER, *overrides], cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stdout + proc.stderr
+    assert message in proc.stderr, proc.stderr
+    assert not (tmp_path / "sweeps").exists(), "no jobs/ folder made"

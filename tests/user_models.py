@@ -414,3 +414,15 @@ class BranchesOnValue(MLP):
         if y.sum() > 0:
             return y + 1
         return y - 1
+
+
+class DoubleIt(torch.autograd.Function):
+    """An autograd.Function, not an nn.Module: refused as a workload.target before anything runs."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:  # noqa: ANN001
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:  # noqa: ANN001
+        return grad * 2

@@ -64,16 +64,25 @@ def check_workload(cfg: WorkloadConfig) -> None:
         timm_models.check(cfg)
 
 
-def check_blocks(cfg: WorkloadConfig) -> None:
-    """`workload.blocks` names modules of the model: checked before a sweep runs (not in the job,
-    whose own build finds a bad path anyway), on a model built on the meta device (no memory, no
-    weights). A model that cannot be built there is checked when its job builds it."""
-    if not cfg.blocks:
+def check_blocks(cfg: WorkloadConfig, needed_by: str | None = None) -> None:
+    """`workload.blocks` names modules of the model, and a model some job compiles or shards block by
+    block (`needed_by`: the setting that does, `compile.scope=blocks` or `parallel=fsdp`) has repeated
+    blocks: checked before a sweep runs (not in the job, whose own build finds them missing anyway),
+    on a model built on the meta device (no memory, no weights). A model that cannot be built there is
+    checked when its job builds it."""
+    if not cfg.blocks and not needed_by:
         return
     try:
         with torch.device("meta"):
-            BUILDERS[str(cfg.name)](cfg, "infer", torch.device("meta"))
+            wl = BUILDERS[str(cfg.name)](cfg, "infer", torch.device("meta"))
     except ConfigError:
         raise
     except Exception:  # noqa: BLE001 (user code that needs real tensors to build: its job will say)
         return
+    if needed_by and not wl.blocks:
+        other = "parallel=ddp" if needed_by.startswith("parallel") else "compile.scope=model"
+        model = cfg.target or cfg.model or cfg.name
+        raise ConfigError(
+            f"{needed_by} needs repeated blocks (a ModuleList or Sequential of one class): {model} has "
+            f"none; name them with workload.blocks=PATH, or use {other}"
+        )

@@ -45,6 +45,18 @@ def check(cfg: WorkloadConfig) -> None:
     target = import_target(cfg.target or "", "workload.target")
     if not callable(target):
         raise ConfigError(f"workload.target={cfg.target} is not a class or a function")
+    if inspect.isclass(target) and not issubclass(target, nn.Module):
+        kind = "a torch.autograd.Function" if issubclass(target, torch.autograd.Function) else "a class"
+        apply = f" whose forward calls {target.__name__}.apply" if kind != "a class" else ""
+        raise ConfigError(
+            f"workload.target={cfg.target} is {kind}, not an nn.Module; wrap it in an nn.Module{apply} "
+            "(or point at a function that returns one)"
+        )
+    if cfg.make_inputs and cfg.inputs:
+        raise ConfigError(
+            "workload.inputs and workload.make_inputs are both set: make_inputs makes the inputs and "
+            "inputs would be ignored; keep one"
+        )
     check_init_args(target, cfg.init_args)
     for key in ("make_inputs", "loss"):
         name = getattr(cfg, key)

@@ -50,6 +50,7 @@ def check_plan(plan: Plan) -> None:
     launcher = make_launcher(plan.base, plan.sweep_dir)
     launcher.check_cluster(plan.base.sweep.dry_run)
     workloads: dict[str, WorkloadConfig] = {}
+    by_block: dict[str, str] = {}  # a workload some job compiles or shards block by block, and which
     backends: set[tuple[str, str | None]] = set()
     for job in plan.jobs:
         cfg = job.cfg
@@ -60,12 +61,17 @@ def check_plan(plan: Plan) -> None:
         python = cfg.env.python
         if python is not None and not (Path(python).is_file() and os.access(python, os.X_OK)):
             raise ConfigError(f"env.python={python} is not an interpreter here (no such executable file)")
-        workloads.setdefault(json.dumps(job.config["workload"], sort_keys=True, default=str), cfg.workload)
+        key = json.dumps(job.config["workload"], sort_keys=True, default=str)
+        workloads.setdefault(key, cfg.workload)
+        if cfg.parallel.strategy == "fsdp":
+            by_block.setdefault(key, "parallel=fsdp")
+        elif cfg.compile.scope != "model" and cfg.compile.mode != "eager":
+            by_block.setdefault(key, f"compile.scope={cfg.compile.scope}")
         backends.add((cfg.compile.backend, path))
-    for workload in workloads.values():  # each distinct workload once: its preset, class, arguments
+    for key, workload in workloads.items():  # each distinct workload once: its preset, class, arguments
         with user_code(workload.path):  # forgotten after: each job imports its own copy
             check_workload(workload)
-            check_blocks(workload)  # a named blocks path, on the model built on the meta device
+            check_blocks(workload, by_block.get(key))  # on the model built on the meta device
     generating = {
         (
             json.dumps(j.config["workload"], sort_keys=True, default=str),

@@ -7,7 +7,7 @@ import math
 import os
 
 import pytest
-from conftest import FAST, TESTS, by_label, run_cli
+from conftest import FAST, ROOT, TESTS, by_label, run_cli
 
 from orchestrator.config.plan import build_plan
 from orchestrator.job.result import COL
@@ -182,3 +182,21 @@ def test_late_refusals_now_come_before_anything_runs(tmp_path, overrides, messag
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stdout + proc.stderr
     assert message in proc.stderr, proc.stderr
     assert not (tmp_path / "sweeps").exists(), "no jobs/ folder made"
+
+
+def test_a_failure_that_matches_a_known_upstream_bug_points_at_its_repro(tmp_path, compile_cache):
+    """The miscompile of a forward that increments and reads a counter buffer, caught by parity; its
+    verdict line names the known issue and the standalone repro kept for PyTorch's tracker."""
+    import pandas as pd
+
+    from orchestrator.analysis.verdict import compute
+    from orchestrator.config.schema import VerdictConfig
+
+    r = measure(tmp_path, compile_cache, "workload.target=user_models:ScalesByItsCounter")
+    assert r["status"] == "parity_fail" and r["parity_worst"][0]["tensor"].startswith("grad "), r["error"]
+    assert r["parity_buffers_updated"] == ["calls (int64)"]
+    plan = {r["job_id"]: {"label": r["label"], "axes": r["axes"]}}
+    (v,) = compute(pd.DataFrame([r]), plan, VerdictConfig()).models
+    assert "known issue: AOT autograd's gradient of a forward that increments" in v.failed[0], v.failed
+    repro = ROOT / "benchmarks" / "upstream" / "counter_buffer_grad.py"
+    assert repro.exists() and str(repro.relative_to(ROOT)) in v.failed[0]

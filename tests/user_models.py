@@ -426,3 +426,16 @@ class DoubleIt(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> torch.Tensor:  # noqa: ANN001
         return grad * 2
+
+
+class ScalesByItsCounter(MLP):
+    """Increments an integer buffer in forward and reads it (a step counter): compiled, its gradients
+    come out twice eager's (AOT autograd; benchmarks/upstream/counter_buffer_grad.py)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("calls", torch.zeros((), dtype=torch.long))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        return self.net(x) * self.calls

@@ -19,6 +19,7 @@ import pandas as pd
 from orchestrator.analysis.answers import FollowUp, ModelVerdict, Verdict
 from orchestrator.analysis.causes import cause_line, causes, cudagraph_skips_text, top_break_reason
 from orchestrator.analysis.follow_up import chosen, follow_up_lines, main_rows, with_effect
+from orchestrator.analysis.known_issues import known_issue
 from orchestrator.analysis.serving import batch_lines, request_run
 from orchestrator.analysis.suite import MEMORY_RATIO, passed_job, setting_text, suite_lines, suite_summary
 from orchestrator.analysis.trust import distrust, remedy
@@ -155,7 +156,8 @@ def decide(part: pd.DataFrame, settings: list[str], vc: VerdictConfig) -> ModelV
         pd.Series([passed_job(r) for _, r in compiled.iterrows()], index=compiled.index, dtype=bool)
     ]
     failed = [
-        f"{setting_text(r, settings)} ({r[COL.status]})" for _, r in compiled.drop(passed.index).iterrows()
+        f"{setting_text(r, settings)} ({'; '.join(filter(None, [r[COL.status], known_issue(r)]))})"
+        for _, r in compiled.drop(passed.index).iterrows()
     ]
     eager_at_fault = part[part[COL.status] == "eager_not_finite"]
     if passed.empty and len(eager_at_fault):  # no compiled setting can be judged: eager is NaN or Inf

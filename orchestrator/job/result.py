@@ -262,6 +262,8 @@ class Parity:
     parity_error: str | None = None
     parity_eager_not_finite: list = field(default_factory=list)
     """Where eager itself is not finite, its non-finite tensors (`output[0]: NaN`): no parity judged."""
+    parity_buffers_updated: list = field(default_factory=list)
+    """Buffers the eager call changed, as `name (dtype)`: a forward that updates its own state."""
     parity_rng: str | None = None
     parity_note: str | None = None
     parity_worst: list = field(default_factory=list)

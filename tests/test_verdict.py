@@ -13,6 +13,7 @@ import time
 
 import pandas as pd
 import pytest
+import torch
 from conftest import FAST, TESTS, results, run_cli
 
 from orchestrator.analysis.answers import Verdict
@@ -476,7 +477,9 @@ def test_a_follow_up_job_measures_the_lever_and_the_verdict_gives_both_answers(f
     assert v["follow_up"]["speedup"] == pytest.approx(follow["speedup"])
     steps = f"compiled {follow['compiled_ms']:.3g} ms (was {named['compiled_ms']:.3g} ms)"
     assert steps in v["follow_up"]["moved"] and f"    {v['follow_up']['moved']}" in proc.stdout, v
-    assert "follow-up: 1 job(s)" in proc.stdout and "follow-up with compile.dynamic=true: " in proc.stdout
+    assert (
+        "follow-up step 1: 1 job(s)" in proc.stdout and "follow-up with compile.dynamic=true: " in proc.stdout
+    )
     assert f"verdict {v['model']}: " in proc.stdout, "the answer at the user's settings, first"
 
 
@@ -569,7 +572,7 @@ def test_where_the_step_time_moved_is_a_cause_with_a_lever_only_where_it_acts(te
     assert "elementwise_faster" in {c["kind"] for c in v["causes"]}, "4 ms eager, 1 ms fused"
     plan = read_plan(tmp_path / "gpu")
     df = gather(tmp_path / "gpu", plan)
-    (spec,) = follow_up_specs(compute(df, plan, VerdictConfig()), df, str(tmp_path / "gpu"))
+    (spec,) = follow_up_specs(compute(df, plan, VerdictConfig()), df, str(tmp_path / "gpu"), 3)
     assert spec.lever == "bench.matmul_precision=high" and spec.follow_up_of == v["job_id"]
     assert spec.cfg.bench.matmul_precision == "high" and spec.job_id != v["job_id"]
     (c,) = verdict_of(tmp_path / "cpu")["models"]
@@ -590,7 +593,7 @@ def test_where_the_step_time_moved_is_a_cause_with_a_lever_only_where_it_acts(te
     assert "no fused attention kernel ran compiled (eager's flash took 0.5 ms)" in m["causes"][0]["text"]
     plan = read_plan(tmp_path / "cpu")
     df = gather(tmp_path / "cpu", plan)
-    assert follow_up_specs(compute(df, plan, VerdictConfig()), df, str(tmp_path / "cpu")) == []
+    assert follow_up_specs(compute(df, plan, VerdictConfig()), df, str(tmp_path / "cpu"), 3) == []
     # Both sides fused their attention, with other kernels: the cause names which each side ran.
     other = dict(eager_time_split={"attention": 1.0}, compiled_time_split={"attention": 5.0})
     other |= dict(eager_attention_backend="flash", compiled_attention_backend="efficient")
@@ -651,7 +654,7 @@ def test_a_launch_bound_eager_explains_a_gain_not_a_slow_compiled_step(template,
     assert v["cause"].startswith("why: matmul kernels take 7.51 ms"), v["cause"]
     plan = read_plan(tmp_path)
     df = gather(tmp_path, plan)
-    (spec,) = follow_up_specs(compute(df, plan, VerdictConfig()), df, str(tmp_path))
+    (spec,) = follow_up_specs(compute(df, plan, VerdictConfig()), df, str(tmp_path), 3)
     assert spec.lever == "bench.sdp_reduced_math=true"
     # The same eager step where compiled gains: its idle time is why compiled is faster.
     fast = dict(bert, speedup=2.0, speedup_ci_low=1.9, speedup_ci_high=2.1, compiled_ms=6.3)
@@ -823,3 +826,99 @@ def test_float32_matmuls_with_tf32_off_are_a_cause_on_a_gpu_only(template, tmp_p
     for name in ("tf32", "cpu"):
         (v,) = verdict_of(tmp_path / name)["models"]
         assert "fp32_matmuls" not in {c["kind"] for c in v["causes"]}, (name, v["causes"])
+
+
+def test_stacked_follow_ups_walk_three_steps_drop_a_loser_and_hand_over_runnable_code(template, tmp_path):
+    """Planted causes drive the walk (analysis/stack.py): the named setting's largest cause (an idle
+    compiled step) asks for CUDA graphs; that step gains, and its own largest cause left (attention as
+    matmuls) asks for the math path's reduced precision, which loses and is dropped; the next one left
+    (float32 matmuls) asks for TF32, which gains. The budget is honoured, a resumed sweep plans nothing
+    that ran, and the best found is handed over as code that runs and a command that measures it again."""
+    import shlex
+
+    from orchestrator.analysis.follow_up import follow_up_specs
+    from orchestrator.config.plan import build_plan
+
+    sweep = tmp_path / "stack"
+    math = dict(
+        eager_time_split={"matmul": 5.0, "attention": 0.5},
+        compiled_time_split={"matmul": 7.0},
+        num_sdp_reduced_math=False,
+        eager_attention_backend="flash",
+        compiled_attention_backend="none fused",
+        env_cuda="13.0",
+    )
+    fp32 = dict(num_matmul_precision="highest", graph_fp32_matmuls=12, graph_matmuls=12)
+    idle = dict(compiled_busy_fraction=0.5, compiled_profile_step_ms=10.0, compiled_ms=10.0, eager_ms=8.0)
+    plant(sweep, template, [CONTROL, gain("default", 0.8, 0.75, 0.85, 10.0, **math, **fp32, **idle)])
+
+    def specs(budget: int = 3) -> list:
+        plan = read_plan(sweep)
+        df = gather(sweep, plan)
+        return follow_up_specs(
+            compute(df, plan, VerdictConfig(max_follow_ups=budget)), df, str(sweep), budget
+        )
+
+    def ran(spec, figures: dict) -> None:  # the step's result, as its job would write it
+        plan = json.loads((sweep / PLAN_FILE).read_text())
+        busy = dict(compiled_busy_fraction=0.98, compiled_profile_step_ms=5.0, compiled_ms=5.0, eager_ms=8.0)
+        row = dict(template, job_id=spec.job_id, label=spec.label, axes=spec.axes, config=spec.config)
+        row.update(workload="gpt", task="train", size="gpt2", status="ok", parity_ok=True, **busy, **math)
+        row.update(follow_up_of=spec.follow_up_of, lever=spec.lever, **figures)
+        write_json_atomic(sweep / "jobs" / spec.job_id / RESULT_FILE, row)
+        plan["jobs"][spec.job_id] = {"label": spec.label, "axes": spec.axes} | {
+            "follow_up_of": spec.follow_up_of,
+            "lever": spec.lever,
+        }
+        write_json_atomic(sweep / PLAN_FILE, plan)
+
+    (first,) = specs()
+    assert first.lever == "compile.mode=reduce-overhead" and first.cfg.compile.mode == "reduce-overhead"
+    ran(first, gain("reduce-overhead", 1.5, 1.45, 1.55, 12.0, **fp32))
+    (second,) = specs()
+    assert second.lever == "compile.mode=reduce-overhead + bench.sdp_reduced_math=true", second.lever
+    assert second.cfg.compile.mode == "reduce-overhead" and second.cfg.bench.sdp_reduced_math
+    ran(second, gain("reduce-overhead", 1.2, 1.15, 1.25, 12.0, **fp32))
+    assert specs(budget=2) == [], "two steps: the budget is spent"
+    (third,) = specs()
+    assert third.lever == "compile.mode=reduce-overhead + bench.matmul_precision=high", "the loser dropped"
+    ran(third, gain("reduce-overhead", 1.9, 1.85, 1.95, 12.0, num_matmul_precision="high"))
+    assert specs() == [] and specs(budget=5) == [], "resumed: every step ran, and no cause names a new lever"
+
+    plan = read_plan(sweep)
+    verdict = compute(gather(sweep, plan), plan, VerdictConfig())
+    (v,) = verdict.models
+    assert [(s.lever, s.outcome) for s in v.path] == [
+        ("compile.mode=reduce-overhead", "gain"),
+        ("bench.sdp_reduced_math=true", "loses"),
+        ("bench.matmul_precision=high", "gain"),
+    ]
+    best = v.best
+    assert best is not None and best.job_id == third.job_id and best.speedup == pytest.approx(1.9)
+    assert best.levers == ["compile.mode=reduce-overhead", "bench.matmul_precision=high"]
+    assert best.numerics == ["bench.matmul_precision=high"] and "within its limit" in best.parity
+    assert Verdict.from_dict(verdict.to_dict()) == verdict, "typed both ways"
+    printed = lines(verdict)
+    head = next(line for line in printed if "best found" in line)
+    assert head.startswith(f"verdict {v.model}: best found") and "best found: default + compile.mode=reduce-overhead + bench.matmul_precision=high 1.9x" in head
+    assert "changes numerics (bench.matmul_precision=high)" in " ".join(printed)
+    assert any("step 2: + bench.sdp_reduced_math=true: 1.2x [1.15-1.25], lost: dropped" in x for x in printed)
+    assert any(x.startswith("  your settings: ") for x in printed), "then the user's own answer"
+    assert f"  reproduce: {best.reproduce}" in printed, "one line, never wrapped"
+
+    code = "\n".join(best.recipe)  # real code: it runs around a model, and compiles it
+    assert 'torch.set_float32_matmul_precision("high")' in code
+    assert 'model = torch.compile(model, mode="reduce-overhead")' in code
+    before = torch.get_float32_matmul_precision()
+    scope: dict = {"model": torch.nn.Linear(4, 4)}
+    try:
+        exec(code, scope)  # noqa: S102 (the recipe is ours, and running it is the point)
+        assert torch.get_float32_matmul_precision() == "high"
+        assert scope["model"](torch.randn(2, 4)).shape == (2, 4)
+        assert hasattr(scope["model"], "_orig_mod"), "compiled"
+    finally:
+        torch.set_float32_matmul_precision(before)
+        torch._dynamo.reset()
+    args = shlex.split(best.reproduce)
+    assert args[:3] == ["python", "-m", "orchestrator"]
+    assert build_plan(args[3:], cwd=tmp_path).jobs[0].job_id == best.job_id, "the same job again"

@@ -51,6 +51,37 @@ class FollowUp:
 
 
 @dataclass
+class PathStep:
+    """One stacked follow-up step (analysis/stack.py): the stack it ran and what it did."""
+
+    levers: list[str] = field(default_factory=list)  # every lever of its job, in the order stacked
+    lever: str = ""  # the lever this step added
+    job_id: str = ""  # its job
+    outcome: str = ""  # gain (joins the stack), within_ci (the walk stops there), loses or failed (dropped)
+    status: str = ""  # how its job ended
+    speedup: NUMBER = None  # its speedup
+    ci: list[NUMBER] = field(default_factory=lambda: [None, None])  # its 95% CI
+    moved: str = ""  # what this step moved against the best before it, each figure in both jobs
+
+
+@dataclass
+class BestFound:
+    """The best setting found: the named setting with the levers that gained, and how to use it."""
+
+    levers: list[str] = field(default_factory=list)  # the stack, in order
+    setting: str = ""  # the stack in words: the named setting, then `+ lever` each
+    job_id: str = ""  # its job
+    speedup: NUMBER = None  # its speedup
+    ci: list[NUMBER] = field(default_factory=lambda: [None, None])  # its 95% CI
+    net_saved_s: NUMBER = None  # over the run, net of its compile
+    payback_steps: NUMBER = None  # its compile over its seconds saved per step
+    numerics: list[str] = field(default_factory=list)  # the numerics levers it holds (they change results)
+    parity: str = ""  # its parity under them, as judged
+    recipe: list[str] = field(default_factory=list)  # the lines to paste (analysis/recipe.py)
+    reproduce: str = ""  # the command that measures its job again
+
+
+@dataclass
 class ModelVerdict:
     """One model's answer, and the figures of the setting it is about."""
 
@@ -82,13 +113,19 @@ class ModelVerdict:
     causes: list[Cause] = field(default_factory=list)  # measured reasons, the largest first
     cause: str | None = None  # the largest cause's sentence, printed with the answer
     follow_up: FollowUp | None = None  # the answer with the lever for that cause, where one ran
+    path: list[PathStep] = field(default_factory=list)  # the stacked follow-ups' steps, in order
+    best: BestFound | None = None  # the best setting found, where a step gained
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelVerdict:
         causes = [Cause(**_known(Cause, c)) for c in data.get("causes", [])]
         follow = data.get("follow_up")
         follow_up = FollowUp(**_known(FollowUp, follow)) if follow else None
-        return cls(**{**_known(cls, data), "causes": causes, "follow_up": follow_up})
+        path = [PathStep(**_known(PathStep, s)) for s in data.get("path", [])]
+        best = BestFound(**_known(BestFound, data["best"])) if data.get("best") else None
+        return cls(
+            **{**_known(cls, data), "causes": causes, "follow_up": follow_up, "path": path, "best": best}
+        )
 
 
 @dataclass

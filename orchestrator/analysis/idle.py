@@ -15,6 +15,7 @@ from orchestrator.core.numbers import number
 from orchestrator.job.result import COL
 
 PROFILE_STRETCH = 3.0  # the profiler's own host cost stretches a launch-bound step up to about 2x
+PROFILE_SLACK_MS = 2.0  # and adds its own time per op: a tiny CPU step of 0.17 ms profiled at 1.3 ms
 PROFILED = ("time_split", "busy_fraction", "profile_step_ms", "overhead_ms_per_step", "kernels_per_step")
 LAUNCH_BOUND = 0.5  # an eager step whose GPU is busy less than this share of it is launch-bound
 IDLE_SHARE = 0.05  # a compiled step's idle time worth naming, as a share of the step
@@ -32,7 +33,7 @@ def representative(row: pd.Series) -> tuple[pd.Series, Cause | None]:
         if not profiled or not timed:
             continue
         spread = max(PROFILE_STRETCH, (number(row.get(getattr(COL, f"{side}_p99_ms"))) or timed) / timed)
-        if not 1 / spread <= profiled / timed <= spread:
+        if not 1 / spread <= profiled / timed <= spread and abs(profiled - timed) > PROFILE_SLACK_MS:
             off.append(f"its {side} step read {profiled:.3g} ms against {timed:.3g} ms timed")
     if not off:
         return row, None

@@ -16,17 +16,20 @@ from typing import Any
 
 import pandas as pd
 
-from orchestrator.analysis.answers import FollowUp, ModelVerdict, Verdict
+from orchestrator.analysis.answers import BestFound, FollowUp, ModelVerdict, PathStep, Verdict
 from orchestrator.analysis.causes import cause_line, causes, cudagraph_skips_text, top_break_reason
-from orchestrator.analysis.follow_up import chosen, follow_up_lines, main_rows, with_effect
+from orchestrator.analysis.follow_up import chosen, follow_up_lines, lever_effect, main_rows, with_effect
 from orchestrator.analysis.known_issues import known_issue
+from orchestrator.analysis.recipe import recipe_lines, reproduce_command
 from orchestrator.analysis.serving import batch_lines, request_run
+from orchestrator.analysis.stack import best_of, walk
 from orchestrator.analysis.suite import MEMORY_RATIO, passed_job, setting_text, suite_lines, suite_summary
 from orchestrator.analysis.trust import distrust, remedy
 from orchestrator.config.schema import VerdictConfig
 from orchestrator.core.failures import failure_message
 from orchestrator.core.files import write_json_atomic
 from orchestrator.core.numbers import is_false, number, payback_steps, saved_per_step_s
+from orchestrator.core.stats import geomean_ci
 from orchestrator.job.result import COL
 from orchestrator.results.present import (
     PLAIN_WIDTH,
@@ -230,6 +233,41 @@ def follow_up_answer(row: pd.Series, vc: VerdictConfig) -> FollowUp:
     )
 
 
+NUMERICS_LEVERS = ("bench.matmul_precision=", "bench.sdp_reduced_math=")  # levers that change results
+
+
+def stacked_answer(
+    named: pd.Series, ran: pd.DataFrame, model: pd.DataFrame, vc: VerdictConfig, setting: str
+) -> tuple[list[PathStep], BestFound | None]:
+    """The stacked follow-ups' path (analysis/stack.py), replayed over the steps that ran, and the best
+    setting found with its recipe; None where no step gained."""
+    steps, _ = walk(named, ran, model, max(vc.max_follow_ups, len(ran)))
+    path = []
+    for s in steps:
+        kinds = [c.kind for c in causes(s.before) if c.lever and s.levers[-1].startswith(c.lever)]
+        moved = lever_effect(s.before, s.row, kinds[0] if kinds else "")[0] if passed_job(s.row) else ""
+        path.append(
+            PathStep(
+                levers=s.levers, lever=s.levers[-1], job_id=str(s.row[COL.job_id]), outcome=s.outcome,
+                status=str(s.row[COL.status]), speedup=number(s.row.get(COL.speedup)),
+                ci=[number(s.row.get(COL.speedup_ci_low)), number(s.row.get(COL.speedup_ci_high))],
+                moved=moved,
+            )
+        )  # fmt: skip
+    best = best_of(steps)
+    if best is None:
+        return path, None
+    f, config = assess(best.row, vc), best.row[COL.config]
+    numerics = [lv for lv in best.levers if lv.startswith(NUMERICS_LEVERS)]
+    err, limit, rule = parity_margin(best.row)
+    said = f"error {_sig(err)} within its limit {_sig(limit)} ({rule})" if err is not None else "passed"
+    return path, BestFound(
+        levers=best.levers, setting=" + ".join([setting, *best.levers]), job_id=str(best.row[COL.job_id]),
+        speedup=f.speedup, ci=f.ci, net_saved_s=f.net_saved_s, payback_steps=f.payback_steps,
+        numerics=numerics, parity=said, recipe=recipe_lines(config), reproduce=reproduce_command(config),
+    )  # fmt: skip
+
+
 def compute(df: pd.DataFrame, plan: dict[str, Any], vc: VerdictConfig) -> Verdict:
     """The verdict of every model of a results table (its sweep's `plan` names the swept axes), and
     the suite summary where there are several. Follow-up jobs (analysis/follow_up.py) do not take
@@ -244,10 +282,8 @@ def compute(df: pd.DataFrame, plan: dict[str, Any], vc: VerdictConfig) -> Verdic
     names = join_values(df, varying or models)
     fixed = [c for c in models if c not in varying]
     shared = join_values(df.iloc[:1], fixed).iloc[0] if varying and fixed else ""
-    verdicts = [
-        dataclasses.replace(decide(part, settings, vc), model=name or "all")
-        for name, part in df.groupby(names, sort=False)
-    ]
+    parts = {name or "all": part for name, part in df.groupby(names, sort=False)}
+    verdicts = [dataclasses.replace(decide(part, settings, vc), model=name) for name, part in parts.items()]
     for v in verdicts:  # the answer with its lever, where a follow-up of the named setting ran
         ran = follow[follow[COL.follow_up_of] == v.job_id]
         if len(ran):
@@ -255,8 +291,10 @@ def compute(df: pd.DataFrame, plan: dict[str, Any], vc: VerdictConfig) -> Verdic
             answer = follow_up_answer(row, vc)
             kinds = [c.kind for c in v.causes if c.lever == answer.lever]
             v.follow_up = dataclasses.replace(answer, cause=kinds[0] if kinds else "")
+            named = df[df[COL.job_id] == v.job_id].iloc[0]
             if passed_job(row):  # what the lever moved, and what is left
-                v.follow_up = with_effect(v.follow_up, df[df[COL.job_id] == v.job_id].iloc[0], row)
+                v.follow_up = with_effect(v.follow_up, named, row)
+            v.path, v.best = stacked_answer(named, ran, parts[v.model], vc, v.setting or "")
     suite = suite_summary(df.assign(_model=names), settings) if len(verdicts) > 1 else None
     serving = batch_lines(df, verdicts, models)
     return Verdict(vc.steps, vc.serve_s, str(vc.cache), shared, verdicts, suite, serving, vc.requests)
@@ -276,7 +314,11 @@ def lines(verdict: Verdict) -> list[str]:
             v.outcome, "eager: "
         )
         at = f" (at {v.numerics})" if v.numerics and len(numerics) > 1 else ""
-        out.append(f"verdict {v.model}: {head}{v.why}{at}")
+        if v.best:  # the best found first, then the path to it, then the answer at the user's settings
+            out += [f"verdict {v.model}: {best_text(v.best, verdict)}", *path_lines(v.path)]
+            out.append(f"  your settings: {head}{v.why}{at}")
+        else:
+            out.append(f"verdict {v.model}: {head}{v.why}{at}")
         label = "risks" if v.outcome == "compile" else f"risks of {v.setting}"
         more = (
             ([v.cause] if v.cause else [])
@@ -284,16 +326,70 @@ def lines(verdict: Verdict) -> list[str]:
             + ([f"failed: {', '.join(v.failed)}"] if v.failed else [])
         )
         out += [f"  {'; '.join(more)}"] if more else []  # the model's second line, only when there is news
-        if v.follow_up:  # the answer with the lever, then what it moved and what is left
+        if v.best:  # handed over as code
+            out += [
+                "  recipe:",
+                *[f"    {line}" for line in v.best.recipe],
+                f"  reproduce: {v.best.reproduce}",
+            ]
+        elif v.follow_up:  # the answer with the lever, then what it moved and what is left
             out += [f"  follow-up {v.follow_up.why}"] + [f"    {x}" for x in follow_up_lines(v.follow_up)]
+            out += path_lines(v.path) if len(v.path) > 1 else []
     out += verdict.serving
+    out += best_suite_lines(verdict)
     if verdict.suite:
         out += suite_lines(verdict.suite, PLAIN_WIDTH)
     return [piece for line in out for piece in wrapped(line)]
 
 
+def best_text(best: BestFound, verdict: Verdict) -> str:
+    """The best found in one sentence: its stack, speedup and CI, payback, and the numerics it changes."""
+    net = f"saves {duration(best.net_saved_s)}" if (best.net_saved_s or 0) > 0 else "saves nothing"
+    payback = f", pays back after {_sig(best.payback_steps)} steps" if best.payback_steps else ""
+    said = f"best found: {best.setting} {best.speedup:.3g}x [{ci_text(*best.ci)}]; {net} over "
+    said += f"{verdict.steps:,} steps{payback}"
+    if best.numerics:
+        said += f"; changes numerics ({', '.join(best.numerics)}): parity {best.parity} under them"
+    return said
+
+
+def path_lines(path: list[PathStep]) -> list[str]:
+    """Each stacked step: the lever it added, its speedup and CI, and what became of it."""
+    words = {
+        "gain": "gained: kept",
+        "within_ci": "within its CI: stopped",
+        "loses": "lost: dropped",
+        "failed": "failed: dropped",
+    }
+    out = []
+    for i, s in enumerate(path, 1):
+        gain = f"{s.speedup:.3g}x [{ci_text(*s.ci)}]" if s.speedup is not None else s.status
+        out.append(f"  step {i}: + {s.lever}: {gain}, {words.get(s.outcome, s.outcome)}")
+        out += [f"    {s.moved}"] if s.moved else []
+    return out
+
+
+def best_suite_lines(verdict: Verdict) -> list[str]:
+    """Over several models: the geomean speedup at the user's settings and at the best found."""
+    if len(verdict.models) < 2 or not any(v.best for v in verdict.models):
+        return []
+    own = [v for v in verdict.models if v.speedup]
+    best = [(v.best.speedup, *v.best.ci) if v.best else (v.speedup, *v.ci) for v in own]
+    mean, low, high = geomean_ci([b[0] for b in best], [b[1] for b in best], [b[2] for b in best])
+    mine, my_low, my_high = geomean_ci(
+        [v.speedup for v in own], [v.ci[0] for v in own], [v.ci[1] for v in own]
+    )
+    return [
+        f"suite of {len(own)} models, geomean speedup at the best found {mean:.3g}x [{ci_text(low, high)}], "
+        f"at your settings' best {mine:.3g}x [{ci_text(my_low, my_high)}]"
+    ]
+
+
 def wrapped(line: str) -> list[str]:
-    """A line at most PLAIN_WIDTH wide, wrapped at spaces (a path longer than that stays whole)."""
+    """A line at most PLAIN_WIDTH wide, wrapped at spaces (a path longer than that stays whole, and a
+    command to copy stays one line)."""
+    if "python -m orchestrator " in line:
+        return [line]
     indent = " " * (len(line) - len(line.lstrip()) + 4)
     return textwrap.wrap(
         line, PLAIN_WIDTH, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False

@@ -72,10 +72,11 @@ def print_plan(plan: Plan, console: Console) -> None:
         done = read_result(job.job_dir)
         state = f" (finished: {done[COL.status]})" if done else ""
         console.print(f"  {job.job_id}  {job.label}{state}")
-    if plan.base.verdict.follow_up:
+    if plan.base.verdict.follow_up and plan.base.verdict.max_follow_ups:
         console.print(
-            "follow-ups may be added: one job per model whose verdict names a measured cause with a "
-            "remedy, the lever applied to its named setting (verdict.follow_up=false: none)"
+            f"follow-ups may be added: up to {plan.base.verdict.max_follow_ups} steps per model whose "
+            "verdict names a measured cause with a remedy, each stacking the next cause's lever on what "
+            "gained (verdict.max_follow_ups=N; verdict.follow_up=false: none)"
         )
 
 
@@ -182,7 +183,7 @@ def _run(plan: Plan, console: Console, started: float) -> int:
         return 0
     with forks_for_the_jobs(base, todo):
         runner.run(todo)
-        if base.verdict.follow_up:
+        if base.verdict.follow_up and base.verdict.max_follow_ups:
             jobs |= run_follow_ups(plan, jobs, runner, console)
     if not console.is_terminal:
         console.line()  # rich's Live ends its last status line without a newline off a terminal
@@ -190,25 +191,32 @@ def _run(plan: Plan, console: Console, started: float) -> int:
 
 
 def run_follow_ups(plan: Plan, jobs: dict[str, dict], runner: Runner, console: Console) -> dict[str, dict]:
-    """The follow-up jobs the sweep's verdict asks for (analysis/follow_up.py), run; their plan entries."""
-    df = gather(plan.sweep_dir, jobs)
-    df = df[df[COL.job_id].isin(set(jobs))] if not df.empty else df
-    if df.empty:
-        return {}
-    specs = follow_up_specs(compute_verdict(df, jobs, plan.base.verdict), df, str(plan.sweep_dir))
-    added = {
-        s.job_id: {"label": s.label, "axes": s.axes, "follow_up_of": s.follow_up_of, "lever": s.lever}
-        for s in specs
-    }
-    if not added:
-        return {}
-    write_json_atomic(plan.sweep_dir / PLAN_FILE, {"name": plan.name, "jobs": {**jobs, **added}})
-    todo = to_run(specs, plan.base.sweep.rerun_failed)
-    if not console.is_terminal:
-        console.line()  # the runner's last status line ends without a newline off a terminal
-    levers = "; ".join(f"{s.lever} for {s.follow_up_of}" for s in specs)
-    console.print(f"follow-up: {len(specs)} job(s), {len(specs) - len(todo)} already finished: {levers}")
-    runner.run(todo)
+    """The follow-up steps the sweep's verdict asks for (analysis/follow_up.py), run round by round
+    (each model's next step needs its last one's result); their plan entries."""
+    vc = plan.base.verdict
+    added: dict[str, dict] = {}
+    for step in range(1, vc.max_follow_ups + 1):
+        wanted = {**jobs, **added}
+        df = gather(plan.sweep_dir, wanted)
+        df = df[df[COL.job_id].isin(set(wanted))] if not df.empty else df
+        if df.empty:
+            break
+        specs = follow_up_specs(compute_verdict(df, wanted, vc), df, str(plan.sweep_dir), vc.max_follow_ups)
+        specs = [s for s in specs if s.job_id not in added]
+        if not specs:
+            break
+        added |= {
+            s.job_id: {"label": s.label, "axes": s.axes, "follow_up_of": s.follow_up_of, "lever": s.lever}
+            for s in specs
+        }
+        write_json_atomic(plan.sweep_dir / PLAN_FILE, {"name": plan.name, "jobs": {**jobs, **added}})
+        todo = to_run(specs, plan.base.sweep.rerun_failed)
+        if not console.is_terminal:
+            console.line()  # the runner's last status line ends without a newline off a terminal
+        levers = "; ".join(f"{s.lever} for {s.follow_up_of}" for s in specs)
+        done = len(specs) - len(todo)
+        console.print(f"follow-up step {step}: {len(specs)} job(s), {done} already finished: {levers}")
+        runner.run(todo)
     return added
 
 

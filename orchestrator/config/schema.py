@@ -436,8 +436,11 @@ class VerdictConfig:
     control_tolerance: float = 0.02
     """No answer when the eager-against-eager control's CI lies wholly beyond 1 +/- this."""
     follow_up: bool = True
-    """After the sweep, one follow-up job per model for its largest measured cause with a remedy (the
-    lever applied to the named setting), so that the verdict gives both answers; false: none."""
+    """After the sweep, follow-up jobs per model: the named setting with the lever of its largest
+    measured cause, then each next cause's lever stacked on what gained (analysis/stack.py), so that
+    the verdict gives the best setting found beside your settings' answer; false: none."""
+    max_follow_ups: int = 3
+    """Follow-up steps per model at most (0: none)."""
 
     profile: bool = True
     """The untimed profile pass in every compiled one-process job (not generate) for the verdict's causes:
@@ -448,6 +451,7 @@ class VerdictConfig:
         check_min("verdict.steps", self.steps, 1)
         check_min("verdict.serve_s", self.serve_s, 0, strict=True)
         check_min("verdict.requests", self.requests, 1)
+        check_min("verdict.max_follow_ups", self.max_follow_ups, 0)
         check_min("verdict.max_ci_width", self.max_ci_width, 0, strict=True)
         check_min("verdict.control_tolerance", self.control_tolerance, 0)
 

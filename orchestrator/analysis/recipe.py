@@ -1,0 +1,93 @@
+"""A job's setting handed over as code: the lines a user pastes into their own script (the numerics,
+then the `torch.compile(...)` call), and the exact `python -m orchestrator ...` command that measures
+that job again (the overrides that take the composed defaults of its workload to its config)."""
+
+from __future__ import annotations
+
+import functools
+import shlex
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from orchestrator.config.compose import compose_config
+from orchestrator.config.plan import ID_EXCLUDED
+from orchestrator.config.schema import MEASURED_SECTIONS
+
+
+def _value_text(value: Any) -> str:
+    """A value as Hydra's override grammar reads it back."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{_value_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_value_text(v) for v in value) + "]"
+    return str(value)
+
+
+@functools.cache
+def _defaults(workload: str, extra: tuple[str, ...]) -> dict[str, Any]:
+    """The composed config of `workload=NAME` (the group's own defaults), as plain containers."""
+    return OmegaConf.to_container(compose_config([f"workload={workload}", *extra]), resolve=True)  # type: ignore[return-value]
+
+
+def reproduce_command(config: dict[str, Any]) -> str:
+    """`python -m orchestrator ...` that composes this job's measured config again (its id with it)."""
+    workload = str(config["workload"]["name"])
+    sections = [*MEASURED_SECTIONS, *(["generate"] if config["bench"].get("task") == "generate" else [])]
+    if (config.get("env") or {}).get("python"):
+        sections.append("env")
+    base = _defaults(workload, ())
+    overrides = [f"workload={workload}"]
+    for section in sections:
+        for key, value in (config.get(section) or {}).items():
+            if (section, key) in ID_EXCLUDED or (section, key) == ("workload", "name"):
+                continue
+            if base.get(section, {}).get(key) != value:
+                prefix = "" if key in base.get(section, {}) else "+"
+                overrides.append(f"{prefix}{section}.{key}={_value_text(value)}")
+    return "python -m orchestrator " + " ".join(shlex.quote(o) for o in overrides)
+
+
+def _kwargs_text(compile_cfg: dict[str, Any]) -> str:
+    kwargs = []
+    if compile_cfg.get("mode") not in (None, "default"):
+        kwargs.append(f"mode={compile_cfg['mode']!r}")
+    if compile_cfg.get("dynamic") is not None:
+        kwargs.append(f"dynamic={compile_cfg['dynamic']}")
+    if compile_cfg.get("fullgraph"):
+        kwargs.append("fullgraph=True")
+    if compile_cfg.get("backend") not in (None, "inductor"):
+        kwargs.append(f"backend={compile_cfg['backend']!r}")
+    if compile_cfg.get("options"):
+        kwargs.append(f"options={dict(compile_cfg['options'])!r}")
+    return "".join(f", {k}" for k in kwargs).replace("'", '"')
+
+
+def recipe_lines(config: dict[str, Any]) -> list[str]:
+    """The lines to paste for this job's setting, runnable as they are around a `model`: the numerics
+    it ran at (TF32 matmuls, the math attention kernel's reduced precision), then the compile call."""
+    bench, compile_cfg = config.get("bench") or {}, config.get("compile") or {}
+    lines = ["import torch"]
+    if bench.get("matmul_precision") == "high":
+        lines.append('torch.set_float32_matmul_precision("high")  # TF32 matmuls: changes results')
+    if bench.get("sdp_reduced_math"):
+        lines.append(
+            "torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True)  # reduced-precision SDPA math"
+        )
+    if compile_cfg.get("mode") == "eager":
+        return [*lines, "# eager: no torch.compile"]
+    if compile_cfg.get("scope") not in (None, "model"):
+        lines.append(
+            f"# measured with compile.scope={compile_cfg['scope']}: each repeated block compiled alone"
+        )
+    lines.append(f"model = torch.compile(model{_kwargs_text(compile_cfg)})")
+    if compile_cfg.get("optimizer"):
+        lines.append("optimizer.step = torch.compile(optimizer.step)  # the optimizer step compiled too")
+    if bench.get("dtype") in ("bf16", "fp16"):
+        dtype = {"bf16": "bfloat16", "fp16": "float16"}[bench["dtype"]]
+        lines.append(f"# measured under torch.autocast(device_type, dtype=torch.{dtype}) around each step")
+    return lines

@@ -900,7 +900,8 @@ def test_stacked_follow_ups_walk_three_steps_drop_a_loser_and_hand_over_runnable
     assert Verdict.from_dict(verdict.to_dict()) == verdict, "typed both ways"
     printed = lines(verdict)
     head = next(line for line in printed if "best found" in line)
-    assert head.startswith(f"verdict {v.model}: best found") and "best found: default + compile.mode=reduce-overhead + bench.matmul_precision=high 1.9x" in head
+    stack = "default + compile.mode=reduce-overhead + bench.matmul_precision=high"
+    assert head.startswith(f"verdict {v.model}: best found: {stack} 1.9x"), head
     assert "changes numerics (bench.matmul_precision=high)" in " ".join(printed)
     assert any("step 2: + bench.sdp_reduced_math=true: 1.2x [1.15-1.25], lost: dropped" in x for x in printed)
     assert any(x.startswith("  your settings: ") for x in printed), "then the user's own answer"

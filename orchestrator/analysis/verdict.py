@@ -20,7 +20,6 @@ from orchestrator.analysis.answers import BestFound, FollowUp, ModelVerdict, Pat
 from orchestrator.analysis.causes import cause_line, causes, cudagraph_skips_text, top_break_reason
 from orchestrator.analysis.follow_up import chosen, follow_up_lines, lever_effect, main_rows, with_effect
 from orchestrator.analysis.known_issues import known_issue
-from orchestrator.analysis.recipe import recipe_lines, reproduce_command
 from orchestrator.analysis.serving import batch_lines, request_run
 from orchestrator.analysis.stack import best_of, walk
 from orchestrator.analysis.suite import MEMORY_RATIO, passed_job, setting_text, suite_lines, suite_summary
@@ -42,6 +41,7 @@ from orchestrator.results.present import (
     with_axes,
 )
 from orchestrator.results.present import sig as _sig
+from orchestrator.results.recipe import recipe_lines, reproduce_command
 
 VERDICT_FILE = "verdict.json"
 THIN_MARGIN = 0.5  # a parity error past this fraction of its limit is a thin margin

@@ -52,3 +52,47 @@ def chart(verdict: Verdict) -> Chart:
         "95% CI, the x the break-even." + capped
     )
     return Chart(title, fig, note)
+
+
+OUTCOME_WORDS = {
+    "gain": "kept",
+    "within_ci": "within its CI: stopped",
+    "loses": "dropped",
+    "failed": "failed",
+}
+
+
+def path_chart(verdict: Verdict) -> Chart:
+    """The stacked follow-ups, per model: the speedup (and its CI) at the named setting, then after
+    each step that ran, with what became of the step."""
+    title = "Stacked levers: the path to the best found"
+    drawn = [v for v in verdict.models if v.path and v.speedup is not None]
+    if not drawn:
+        return Chart(
+            title, None, "No stacked follow-up ran (verdict.follow_up=false, or no cause named a lever)."
+        )
+    fig = go.Figure()
+    for v in drawn[:MAX_LINES]:
+        x = [v.setting or "your setting", *[f"step {i}: + {s.lever}" for i, s in enumerate(v.path, 1)]]
+        y = [v.speedup, *[s.speedup for s in v.path]]
+        lows, highs = [v.ci[0], *[s.ci[0] for s in v.path]], [v.ci[1], *[s.ci[1] for s in v.path]]
+        bars = [[None if e is None or s is None else abs(e - s) for s, e in zip(y, ends, strict=True)]
+                for ends in (highs, lows)]  # fmt: skip
+        words = ["named setting", *[OUTCOME_WORDS.get(s.outcome, s.outcome) for s in v.path]]
+        fig.add_scatter(
+            x=x, y=y, mode="lines+markers", name=str(v.model), text=words,
+            hovertemplate="%{x}: %{y:.3g}x (%{text})<extra>%{fullData.name}</extra>",
+            error_y={
+                "type": "data", "symmetric": False,
+                "array": bars[0], "arrayminus": bars[1],
+            },
+        )  # fmt: skip
+    fig.add_hline(y=1, line={"color": "#888", "width": 1})
+    _layout(
+        fig, xaxis_title="step (each adds one lever to the best so far)", yaxis_title="speedup over eager"
+    )
+    note = (
+        "Per model, the named setting's speedup, then each stacked follow-up's, with its 95% CI: a step is "
+        "kept when its CI lies above the best before it, dropped when below; the walk stops inside the CI."
+    )
+    return Chart(title, fig, note)

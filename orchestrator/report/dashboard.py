@@ -27,6 +27,7 @@ from orchestrator.results.present import (
     join_values,
     with_axes,
 )
+from orchestrator.results.recipe import reproduce_command
 from orchestrator.results.text import isolation_flag
 
 DASHBOARD_FILE = "dashboard.html"
@@ -54,6 +55,10 @@ def prepare(df: pd.DataFrame, sweep_dir: Path, plan: dict[str, dict]) -> tuple[p
     flags = [isolation_flag(v) for v in df.get(COL.iso_ok, pd.Series(None, index=df.index))]
     if any(flags):  # the column appears where some job was not alone on its device
         df["isolation"] = flags
+    if COL.config in df:
+        df["reproduce"] = [
+            reproduce_command(c) if isinstance(c, dict) and c else None for c in df[COL.config]
+        ]
     _unique(df, "x_label", [COL.mode])
     _unique(df, "job_label", [])
     return links(in_mode_order(df, df["x_label"]), sweep_dir), swept
@@ -132,7 +137,8 @@ def write_dashboard(
         )
     hidden = []
     plotly_js: bool | str = True  # plotly.js inlined once, with the first chart
-    for chart in [answer_chart.chart(verdict), *charts(df, swept), *convergence_chart.charts(df)]:
+    answers = [answer_chart.chart(verdict), answer_chart.path_chart(verdict)]
+    for chart in [*answers, *charts(df, swept), *convergence_chart.charts(df)]:
         if chart.figure is None:
             hidden.append(f"{chart.title}: {chart.note}")
             continue

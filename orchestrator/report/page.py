@@ -33,6 +33,7 @@ KEY_COLUMNS = [
 ]
 SETTINGS = [rf.key for rf in FIELDS.values() if rf.role and rf.dashboard]
 MORE_COLUMNS = [rf.key for rf in FIELDS.values() if rf.dashboard and not rf.role] + list(TABLE_COLUMNS)
+MORE_COLUMNS.append("reproduce")  # the command that measures the row again (results/recipe.py)
 
 
 def _json_value(value: object) -> object:

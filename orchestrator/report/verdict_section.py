@@ -10,6 +10,7 @@ import pandas as pd
 from orchestrator.analysis.answers import ModelVerdict, Verdict
 from orchestrator.analysis.follow_up import follow_up_lines
 from orchestrator.analysis.suite import suite_table
+from orchestrator.analysis.verdict import best_text, path_lines
 from orchestrator.report.page import grid, html_table
 from orchestrator.results.present import ci_text, duration
 
@@ -77,8 +78,8 @@ def answers(verdict: Verdict) -> str:
     models = verdict.models
     items = "".join(
         f"<li class='{html.escape(v.outcome)}'><b>{html.escape(str(v.model))}</b>: "
-        f"{html.escape(answer_sentence(v))}"
-        + "".join(f"<br>{html.escape(more)}" for more in _beside(v))
+        f"{html.escape(best_text(v.best, verdict) if v.best else answer_sentence(v))}"
+        + "".join(f"<br>{html.escape(more)}" for more in _beside(v, verdict))
         + "</li>"
         for v in models[:MAX_ANSWERS]
     )
@@ -87,9 +88,12 @@ def answers(verdict: Verdict) -> str:
     return f"<ol id='answers'>{items}</ol>" + (rest if more > 0 else "")
 
 
-def _beside(v: ModelVerdict) -> list[str]:
+def _beside(v: ModelVerdict, verdict: Verdict) -> list[str]:
     """What the printed verdict says under an answer: its cause, the answer with the lever, what the
     lever moved and what still slows that step."""
+    if v.best:  # the best found, its path, then the recipe to paste and the command that measures it
+        said = [*path_lines(v.path), f"your settings: {answer_sentence(v)}", *v.best.recipe, v.best.reproduce]
+        return [line.strip() for line in said if line] + ([v.cause] if v.cause else [])
     follow = [f"follow-up {v.follow_up.why}", *follow_up_lines(v.follow_up)] if v.follow_up else []
     return [line for line in (v.cause, *follow) if line]
 

@@ -19,6 +19,7 @@ import pandas as pd
 from orchestrator.core.files import json_safe, read_result
 from orchestrator.core.numbers import present
 from orchestrator.job.result import COL
+from orchestrator.results.recipe import reproduce_command
 
 # Columns the table adds to the results' own fields.
 TABLE_COLUMNS = ("scaling_efficiency",)
@@ -100,6 +101,9 @@ def write_table(sweep_dir: Path, df: pd.DataFrame) -> Path:
     tmp.write_text("".join(json.dumps(json_safe(r), default=str) + "\n" for r in records(df)))
     os.replace(tmp, jsonl)
     flat = df[scalar_columns(df)]
+    if COL.config in df:  # the command that measures each row again (results/recipe.py)
+        commands = df[COL.config].map(lambda c: reproduce_command(c) if isinstance(c, dict) and c else None)
+        flat = flat.assign(reproduce=commands)
     csv = sweep_dir / "results.csv"
     tmp = csv.with_suffix(".csv.tmp")
     flat.to_csv(tmp, index=False)

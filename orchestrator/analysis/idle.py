@@ -17,6 +17,8 @@ from orchestrator.job.result import COL
 PROFILE_STRETCH = 3.0  # the profiler's own host cost stretches a launch-bound step up to about 2x
 PROFILE_SLACK_MS = 2.0  # and adds its own time per op: a tiny CPU step of 0.17 ms profiled at 1.3 ms
 PROFILED = ("time_split", "busy_fraction", "profile_step_ms", "overhead_ms_per_step", "kernels_per_step")
+BUSY = 0.9  # a compiled step whose kernels fill this share of it keeps the GPU busy
+MATMUL_BOUND = 0.5  # ... and is matmul-bound where matmul (and convolution) kernels take this share
 LAUNCH_BOUND = 0.5  # an eager step whose GPU is busy less than this share of it is launch-bound
 IDLE_SHARE = 0.05  # a compiled step's idle time worth naming, as a share of the step
 
@@ -53,6 +55,26 @@ def kernel_ms(row: pd.Series, side: str) -> float | None:
     return busy * step if busy and step else None
 
 
+def _matmul_bound(row: pd.Series, compiled_ms: float | None, kernels: float | None) -> list[Cause]:
+    """A compiled step that keeps the GPU busy, most of it in matmul (or convolution GEMM) kernels:
+    autotuning them is the lever left (`max-autotune-no-cudagraphs`; stacked on CUDA graphs, it
+    becomes `max-autotune`). No milliseconds: what autotuning saves is not measured until it runs,
+    so it is tried after the causes whose time is."""
+    split = row.get(COL.compiled_time_split)
+    matmul = number(split.get("matmul")) if isinstance(split, dict) else None
+    if not compiled_ms or kernels is None or not matmul or str(row.get(COL.mode)).startswith("max-autotune"):
+        return []
+    if kernels / compiled_ms < BUSY or matmul / compiled_ms < MATMUL_BOUND:
+        return []
+    text = (
+        f"matmul kernels take {matmul:.3g} ms of a compiled step that keeps the GPU busy "
+        f"({kernels / compiled_ms:.0%} of {compiled_ms:.3g} ms)"
+    )
+    return [
+        Cause("matmul_bound", matmul / compiled_ms, None, text, "compile.mode=max-autotune-no-cudagraphs")
+    ]
+
+
 def idle_causes(row: pd.Series) -> list[Cause]:
     """A launch-bound eager step and a compiled step whose GPU waits between kernels. Eager's idle
     time is what compiling takes away: it explains a gain, not a slow compiled step; the compiled
@@ -76,6 +98,7 @@ def idle_causes(row: pd.Series) -> list[Cause]:
         # where the compiled step's idle time is measured, `compiled_idle` carries the lever
         how = (None, "gain") if compiled_kernels is not None else (lever, "step")
         found.append(Cause("launch_bound", busy, idle, text, *how))
+    found += _matmul_bound(row, compiled_ms, compiled_kernels)
     idle = compiled_ms - compiled_kernels if compiled_ms and compiled_kernels is not None else 0.0
     if compiled_ms and idle >= IDLE_SHARE * compiled_ms:
         text = (

@@ -200,3 +200,20 @@ def test_a_failure_that_matches_a_known_upstream_bug_points_at_its_repro(tmp_pat
     assert "known issue: AOT autograd's gradient of a forward that increments" in v.failed[0], v.failed
     repro = ROOT / "benchmarks" / "upstream" / "counter_buffer_grad.py"
     assert repro.exists() and str(repro.relative_to(ROOT)) in v.failed[0]
+
+
+def test_timm_s_refusal_names_the_torchvision_matched_to_this_torch(tmp_path):
+    """`pip install timm torchvision` installed PyPI's CUDA torchvision, which does not load beside a CPU
+    torch; the hint (and scripts/setup.sh) names the torchvision built for this torch, and its index."""
+    import importlib.util
+
+    import torch
+
+    if importlib.util.find_spec("timm") is not None:
+        pytest.skip("timm is installed here: nothing is refused")
+    proc = run_cli(["workload=timm", "workload.model=resnet18", "--dry-run"], cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    minor = int(torch.__version__.split(".")[1])
+    assert f"pip install --no-deps 'torchvision==0.{minor + 15}.*'" in proc.stderr, proc.stderr
+    if torch.version.cuda is None:
+        assert "--index-url https://download.pytorch.org/whl/cpu" in proc.stderr

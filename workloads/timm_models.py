@@ -23,12 +23,20 @@ from workloads.workload import Workload
 BATCH = {"tiny": 2, "small": 16, "base": 64, "default": 64}
 
 
+def _install_hint() -> str:
+    """The pip command for timm and the torchvision matched to this torch (torch 2.N: torchvision
+    0.N+15; a CPU torch's from PyTorch's CPU index: PyPI's Linux wheels are CUDA builds)."""
+    minor = int(torch.__version__.split(".")[1])
+    index = " --index-url https://download.pytorch.org/whl/cpu" if torch.version.cuda is None else ""
+    return f"pip install --no-deps 'torchvision==0.{minor + 15}.*'{index} && pip install timm"
+
+
 def _timm() -> Any:
     try:
         import timm
     except Exception as e:  # an ImportError, or torchvision's own failure to load beside this torch
         raise ConfigError(
-            "workload=timm needs timm and a torchvision built for this torch: pip install timm torchvision "
+            f"workload=timm needs timm and a torchvision built for this torch: {_install_hint()} "
             f"(import failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
         ) from None
     return timm

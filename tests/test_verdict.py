@@ -923,3 +923,29 @@ def test_stacked_follow_ups_walk_three_steps_drop_a_loser_and_hand_over_runnable
     args = shlex.split(best.reproduce)
     assert args[:3] == ["python", "-m", "orchestrator"]
     assert build_plan(args[3:], cwd=tmp_path).jobs[0].job_id == best.job_id, "the same job again"
+
+
+def test_the_new_levers_are_named_only_where_their_cause_is_measured():
+    """Autotuning for a compiled step that keeps the GPU busy in matmul kernels, and compiling the
+    optimizer for a training step whose eager optimizer step takes a large share of it."""
+    from orchestrator.analysis.causes import causes
+    from orchestrator.job.result import COL
+
+    def row(**figures: object) -> pd.Series:
+        return pd.Series({getattr(COL, k): v for k, v in figures.items()})
+
+    busy = dict(mode="default", env_cuda="13.0", compiled_ms=10.0, compiled_profile_step_ms=10.0)
+    matmul = row(**busy, compiled_busy_fraction=0.95, compiled_time_split={"matmul": 7.0, "fused": 2.5})
+    (bound,) = [c for c in causes(matmul) if c.kind == "matmul_bound"]
+    assert bound.lever == "compile.mode=max-autotune-no-cudagraphs" and bound.ms_per_step is None
+    idle = row(**busy, compiled_busy_fraction=0.6, compiled_time_split={"matmul": 5.0, "fused": 1.0})
+    assert "matmul_bound" not in {c.kind for c in causes(idle)}, "an idle GPU: not the matmuls' to tune"
+
+    step = dict(mode="default", task="train", compiled_ms=10.0, compiled_optimizer_ms_per_step=3.0)
+    (opt,) = [
+        c for c in causes(row(**step, config={"compile": {"optimizer": False}})) if c.kind == "optimizer"
+    ]
+    assert opt.lever == "compile.optimizer=true" and opt.ms_per_step == 3.0
+    assert not [c for c in causes(row(**step, config={"compile": {"optimizer": True}})) if c.lever]
+    small = dict(step, compiled_optimizer_ms_per_step=0.5)
+    assert not [c for c in causes(row(**small, config={"compile": {"optimizer": False}})) if c.lever]

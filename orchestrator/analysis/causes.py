@@ -24,6 +24,7 @@ from orchestrator.results.present import duration
 LEFT_EAGER = 0.05  # a share of the forward left eager worth naming
 FEWER_KERNELS = 1.5  # eager kernels over compiled worth naming as fusion
 OVERHEAD_SHARE = 0.1  # the compiled call's own overhead, as a share of its step, worth naming
+OPTIMIZER_SHARE = 0.1  # an eager optimizer step, as a share of the compiled training step, worth naming
 SPLIT_SHARE = 0.05  # a kind of kernel whose time moved by this share of the compiled step is named
 MOSTLY = 0.5  # a share of the forward left eager that makes graph breaks the first cause
 
@@ -103,6 +104,7 @@ def causes(row: pd.Series) -> list[Cause]:
             f"{overhead:.3g} ms of its {compiled_ms:.3g} ms step"
         )
         found.append(Cause("overhead", overhead / compiled_ms, overhead, text, None))
+    found += _optimizer_cause(row, compiled_ms)
     kernels = number(row.get(COL.eager_kernels_per_step)), number(row.get(COL.compiled_kernels_per_step))
     if kernels[0] and kernels[1] and kernels[0] / kernels[1] >= FEWER_KERNELS:
         unit = str(row.get(COL.profile_unit) or "kernels").split(" (")[0]
@@ -128,6 +130,18 @@ def causes(row: pd.Series) -> list[Cause]:
     timed = [c for c in rest if c.ms_per_step is not None]
     untimed = [c for c in rest if c.ms_per_step is None]
     return first + sorted(timed, key=lambda c: -(c.ms_per_step or 0.0)) + untimed
+
+
+def _optimizer_cause(row: pd.Series, compiled_ms: float | None) -> list[Cause]:
+    """Training: the optimizer step, run eager, takes a large share of the compiled step (compiling it
+    too is `compile.optimizer=true`)."""
+    ms = number(row.get(COL.compiled_optimizer_ms_per_step))
+    config = row.get(COL.config)
+    compiled_already = isinstance(config, dict) and (config.get("compile") or {}).get("optimizer")
+    if not ms or not compiled_ms or compiled_already or ms / compiled_ms < OPTIMIZER_SHARE:
+        return []
+    text = f"the optimizer step runs eager: {ms:.3g} ms of the {compiled_ms:.3g} ms compiled step"
+    return [Cause("optimizer", ms / compiled_ms, ms, text, "compile.optimizer=true")]
 
 
 def _generation_causes(row: pd.Series) -> list[Cause]:

@@ -171,6 +171,9 @@ def _profile_side(ctx: JobContext, side: Side, name: str, steps: int, keep_trace
         events = [e for e in aten if not any(c.name.startswith("aten::") for c in e.cpu_children)]
         times = [(e.name, e.self_cpu_time_total) for e in prof.events() if e.device_type == DeviceType.CPU]
         busy_fraction = None
+    ranges = [e for e in prof.events() if e.name.startswith("Optimizer.step")]
+    ranges = [e for e in ranges if e.device_type == DeviceType.CUDA] or ranges  # its device span first
+    optimizer_ms = sum(e.time_range.elapsed_us() for e in ranges) / steps / 1000 if ranges else None
     host = [e for e in prof.events() if e.device_type == DeviceType.CPU]
     overhead_us = sum(e.self_cpu_time_total for e in host if e.name.startswith(OVERHEAD_EVENTS))
     by_name: dict[str, float] = {}
@@ -187,6 +190,7 @@ def _profile_side(ctx: JobContext, side: Side, name: str, steps: int, keep_trace
         busy_fraction=busy_fraction,
         overhead_ms_per_step=overhead_us / steps / 1000,
         profile_step_ms=wall_us / steps / 1000,
+        optimizer_ms_per_step=optimizer_ms,
         top_kernels=[
             {"name": k[:160], "ms_per_step": us / steps / 1000, "share": us / total} for k, us in top
         ],

@@ -362,6 +362,9 @@ class SideProfile:
     """The compiled call's own host time a step: dynamo's guard check and the compiled region's
     wrapper (their self time under the profiler; 0 for eager)."""
     profile_step_ms: NUMBER = None
+    optimizer_ms_per_step: NUMBER = None
+    """Training: the optimizer step's own time a step (its `Optimizer.step` range: on a GPU its span on
+    the device's timeline, on a CPU its host time)."""
     top_kernels: list = field(default_factory=list)
     time_split: dict = field(default_factory=dict)
     """Where a step's kernel (CPU: op) time goes, ms per step by kind: `matmul`, `attention`,

@@ -6,6 +6,7 @@
 #   PART=stack  BERT, RoBERTa, DistilBERT and GPT-2 classification inference at the product's settings
 #               (compile.mode=default; no eager control, to fit one call) with stacked follow-ups on
 #               (verdict.max_follow_ups, default 3)
+#   MODELS=A,B  the stack part's models instead (BertForMaskedLM alone fits one call beside the grid)
 #   LIMIT=seconds the sweep's limit (default 540); RESUME=DIR a returned folder to go on from
 #   device: PART=grid WHEELS=.whl-lite bash benchmarks/h100-best-setting/run-gpu.sh   carry [".whl-lite"]
 #   CPU check first: PY=.venv/bin/python CPU=1 PART=grid bash benchmarks/h100-best-setting/run-gpu.sh
@@ -20,7 +21,7 @@ mkdir -p "$work" "$final"
 py=${PY:-python3}
 case "$part" in
   grid) args="+sweep=hf bench=quick bench.task=infer workload.model=BertForMaskedLM compile.mode=default,reduce-overhead bench.matmul_precision=highest,high bench.sdp_reduced_math=false,true verdict.follow_up=false" ;;
-  stack) args="+sweep=hf bench=quick bench.task=infer compile.mode=default workload.model=BertForMaskedLM,RobertaForMaskedLM,DistilBertForMaskedLM,GPT2ForSequenceClassification" ;;
+  stack) args="+sweep=hf bench=quick bench.task=infer compile.mode=default workload.model=${MODELS:-BertForMaskedLM,RobertaForMaskedLM,DistilBertForMaskedLM,GPT2ForSequenceClassification}" ;;
   *) echo "unknown PART=$part"; exit 2 ;;
 esac
 if [ -z "${CPU:-}" ]; then

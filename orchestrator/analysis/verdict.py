@@ -332,9 +332,10 @@ def lines(verdict: Verdict) -> list[str]:
                 *[f"    {line}" for line in v.best.recipe],
                 f"  reproduce: {v.best.reproduce}",
             ]
+        elif len(v.path) > 1:  # stacked steps, none of which gained
+            out += path_lines(v.path)
         elif v.follow_up:  # the answer with the lever, then what it moved and what is left
             out += [f"  follow-up {v.follow_up.why}"] + [f"    {x}" for x in follow_up_lines(v.follow_up)]
-            out += path_lines(v.path) if len(v.path) > 1 else []
     out += verdict.serving
     out += best_suite_lines(verdict)
     if verdict.suite:

@@ -160,6 +160,7 @@ NOT_RESULT_FIELDS = {
     ("cli/commands.py", "axes"): "plan.json's axes of a job",
     ("cli/commands.py", "label"): "plan.json's and submitted.json's label of a job",
     ("cli/commands.py", "job_id"): "submitted.json's scheduler job id",
+    ("analysis/answers.py", "path"): "verdict.json's stacked follow-ups of a model",
 }
 
 

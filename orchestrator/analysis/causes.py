@@ -129,6 +129,7 @@ def causes(row: pd.Series) -> list[Cause]:
     rest = [c for c in found if c not in first]
     timed = [c for c in rest if c.ms_per_step is not None]
     untimed = [c for c in rest if c.ms_per_step is None]
+    untimed.sort(key=lambda c: c.kind == "matmul_bound")  # autotuning last: after precision levers
     return first + sorted(timed, key=lambda c: -(c.ms_per_step or 0.0)) + untimed
 
 
@@ -136,8 +137,7 @@ def _optimizer_cause(row: pd.Series, compiled_ms: float | None) -> list[Cause]:
     """Training: the optimizer step, run eager, takes a large share of the compiled step (compiling it
     too is `compile.optimizer=true`)."""
     ms = number(row.get(COL.compiled_optimizer_ms_per_step))
-    config = row.get(COL.config)
-    compiled_already = isinstance(config, dict) and (config.get("compile") or {}).get("optimizer")
+    compiled_already = number(row.get(COL.compile_optimizer_s)) is not None  # compile.optimizer=true
     if not ms or not compiled_ms or compiled_already or ms / compiled_ms < OPTIMIZER_SHARE:
         return []
     text = f"the optimizer step runs eager: {ms:.3g} ms of the {compiled_ms:.3g} ms compiled step"

@@ -1,4 +1,5 @@
-"""One sweep from the command line: plan, check, launch, gather, report."""
+"""One sweep from the command line: plan, check, launch, the follow-ups' rounds, gather, report.
+A little over 250 lines: the sweep's one path from the command line to its table, in order."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """Parity: compiled against eager, and against an fp64 reference where affordable, by the rule of
-PyTorch's own accuracy checker; models with random ops: random_parity.py."""
+PyTorch's own accuracy checker; models with random ops: random_parity.py. Eager itself non-finite is
+its own failure (no parity to judge). It runs over 250 lines: the whole rule, its failure's words, and the
+sampled check of sides run apart, in one place."""
 
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ from omegaconf import OmegaConf
 
 from orchestrator.config.compose import compose_config
 from orchestrator.config.plan import ID_EXCLUDED
-from orchestrator.config.schema import MEASURED_SECTIONS
+from orchestrator.config.schema import MEASURED_SECTIONS, CompileConfig
+from orchestrator.config.spec import checked_config
 
 
 def _value_text(value: Any) -> str:
@@ -36,10 +37,10 @@ def _defaults(workload: str, extra: tuple[str, ...]) -> dict[str, Any]:
 
 def reproduce_command(config: dict[str, Any]) -> str:
     """`python -m orchestrator ...` that composes this job's measured config again (its id with it)."""
-    workload = str(config["workload"]["name"])
-    sections = [*MEASURED_SECTIONS, *(["generate"] if config["bench"].get("task") == "generate" else [])]
-    if (config.get("env") or {}).get("python"):
-        sections.append("env")
+    cfg = checked_config(config)
+    workload = str(cfg.workload.name)
+    sections = [*MEASURED_SECTIONS, *(["generate"] if cfg.bench.task == "generate" else [])]
+    sections += ["env"] if cfg.env.python else []
     base = _defaults(workload, ())
     overrides = [f"workload={workload}"]
     for section in sections:
@@ -52,42 +53,41 @@ def reproduce_command(config: dict[str, Any]) -> str:
     return "python -m orchestrator " + " ".join(shlex.quote(o) for o in overrides)
 
 
-def _kwargs_text(compile_cfg: dict[str, Any]) -> str:
+def _kwargs_text(compile_cfg: CompileConfig) -> str:
     kwargs = []
-    if compile_cfg.get("mode") not in (None, "default"):
-        kwargs.append(f"mode={compile_cfg['mode']!r}")
-    if compile_cfg.get("dynamic") is not None:
-        kwargs.append(f"dynamic={compile_cfg['dynamic']}")
-    if compile_cfg.get("fullgraph"):
+    if compile_cfg.mode != "default":
+        kwargs.append(f'mode="{compile_cfg.mode}"')
+    if compile_cfg.dynamic is not None:
+        kwargs.append(f"dynamic={compile_cfg.dynamic}")
+    if compile_cfg.fullgraph:
         kwargs.append("fullgraph=True")
-    if compile_cfg.get("backend") not in (None, "inductor"):
-        kwargs.append(f"backend={compile_cfg['backend']!r}")
-    if compile_cfg.get("options"):
-        kwargs.append(f"options={dict(compile_cfg['options'])!r}")
-    return "".join(f", {k}" for k in kwargs).replace("'", '"')
+    if compile_cfg.backend != "inductor":
+        kwargs.append(f'backend="{compile_cfg.backend}"')
+    if compile_cfg.options:
+        kwargs.append(f"options={dict(compile_cfg.options)!r}")
+    return "".join(f", {k}" for k in kwargs)
 
 
 def recipe_lines(config: dict[str, Any]) -> list[str]:
     """The lines to paste for this job's setting, runnable as they are around a `model`: the numerics
     it ran at (TF32 matmuls, the math attention kernel's reduced precision), then the compile call."""
-    bench, compile_cfg = config.get("bench") or {}, config.get("compile") or {}
+    cfg = checked_config(config)
+    bench, compiling = cfg.bench, cfg.compile
     lines = ["import torch"]
-    if bench.get("matmul_precision") == "high":
+    if bench.matmul_precision == "high":
         lines.append('torch.set_float32_matmul_precision("high")  # TF32 matmuls: changes results')
-    if bench.get("sdp_reduced_math"):
+    if bench.sdp_reduced_math:
         lines.append(
             "torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True)  # reduced-precision SDPA math"
         )
-    if compile_cfg.get("mode") == "eager":
+    if compiling.mode == "eager":
         return [*lines, "# eager: no torch.compile"]
-    if compile_cfg.get("scope") not in (None, "model"):
-        lines.append(
-            f"# measured with compile.scope={compile_cfg['scope']}: each repeated block compiled alone"
-        )
-    lines.append(f"model = torch.compile(model{_kwargs_text(compile_cfg)})")
-    if compile_cfg.get("optimizer"):
+    if compiling.scope != "model":
+        lines.append(f"# measured with compile.scope={compiling.scope}: each repeated block compiled alone")
+    lines.append(f"model = torch.compile(model{_kwargs_text(compiling)})")
+    if compiling.optimizer:
         lines.append("optimizer.step = torch.compile(optimizer.step)  # the optimizer step compiled too")
-    if bench.get("dtype") in ("bf16", "fp16"):
-        dtype = {"bf16": "bfloat16", "fp16": "float16"}[bench["dtype"]]
+    if bench.dtype in ("bf16", "fp16"):
+        dtype = {"bf16": "bfloat16", "fp16": "float16"}[str(bench.dtype)]
         lines.append(f"# measured under torch.autocast(device_type, dtype=torch.{dtype}) around each step")
     return lines

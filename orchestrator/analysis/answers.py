@@ -78,7 +78,9 @@ class BestFound:
     payback_steps: NUMBER = None  # its compile over its seconds saved per step
     numerics: list[str] = field(default_factory=list)  # the numerics levers it holds (they change results)
     parity: str = ""  # its parity under them, as judged
-    recipe: list[str] = field(default_factory=list)  # the lines to paste (analysis/recipe.py)
+    still: str = ""  # its own largest cause still slowing its step, with its number
+    next_lever: str | None = None  # that cause's setting, where one is known (beyond the walk's budget)
+    recipe: list[str] = field(default_factory=list)  # the lines to paste (results/recipe.py)
     reproduce: str = ""  # the command that measures its job again
 
 

@@ -258,6 +258,8 @@ def stacked_answer(
     if best is None:
         return path, None
     f, config = assess(best.row, vc), best.row[COL.config]
+    kinds = [c.kind for c in causes(best.before) if c.lever and best.levers[-1].startswith(c.lever)]
+    still = lever_effect(best.before, best.row, kinds[0] if kinds else "")[1]
     numerics = [lv for lv in best.levers if lv.startswith(NUMERICS_LEVERS)]
     err, limit, rule = parity_margin(best.row)
     said = f"error {_sig(err)} within its limit {_sig(limit)} ({rule})" if err is not None else "passed"
@@ -265,6 +267,7 @@ def stacked_answer(
         levers=best.levers, setting=" + ".join([setting, *best.levers]), job_id=str(best.row[COL.job_id]),
         speedup=f.speedup, ci=f.ci, net_saved_s=f.net_saved_s, payback_steps=f.payback_steps,
         numerics=numerics, parity=said, recipe=recipe_lines(config), reproduce=reproduce_command(config),
+        still=still.text if still else "", next_lever=still.lever if still else None,
     )  # fmt: skip
 
 
@@ -316,6 +319,8 @@ def lines(verdict: Verdict) -> list[str]:
         at = f" (at {v.numerics})" if v.numerics and len(numerics) > 1 else ""
         if v.best:  # the best found first, then the path to it, then the answer at the user's settings
             out += [f"verdict {v.model}: {best_text(v.best, verdict)}", *path_lines(v.path)]
+            lever = f" (next lever: {v.best.next_lever})" if v.best.next_lever else ""
+            out += [f"    still: {v.best.still}{lever}"] if v.best.still else []
             out.append(f"  your settings: {head}{v.why}{at}")
         else:
             out.append(f"verdict {v.model}: {head}{v.why}{at}")
@@ -332,8 +337,11 @@ def lines(verdict: Verdict) -> list[str]:
                 *[f"    {line}" for line in v.best.recipe],
                 f"  reproduce: {v.best.reproduce}",
             ]
-        elif len(v.path) > 1:  # stacked steps, none of which gained
+        elif len(v.path) > 1:  # stacked steps, none of which gained; what still slows the first
             out += path_lines(v.path)
+            f = v.follow_up
+            lever = f" (next lever: {f.next_lever})" if f and f.next_lever else ""
+            out += [f"    still: {f.still}{lever}"] if f and f.still else []
         elif v.follow_up:  # the answer with the lever, then what it moved and what is left
             out += [f"  follow-up {v.follow_up.why}"] + [f"    {x}" for x in follow_up_lines(v.follow_up)]
     out += verdict.serving

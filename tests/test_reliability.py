@@ -217,3 +217,20 @@ def test_timm_s_refusal_names_the_torchvision_matched_to_this_torch(tmp_path):
     assert f"pip install --no-deps 'torchvision==0.{minor + 15}.*'" in proc.stderr, proc.stderr
     if torch.version.cuda is None:
         assert "--index-url https://download.pytorch.org/whl/cpu" in proc.stderr
+
+
+def test_a_class_the_preset_cannot_size_is_refused_before_anything_runs(tmp_path, monkeypatch):
+    """SigLIP sized as the presets once sized it (each key set after the config was built: its text
+    `projection_size` kept 768 beside a hidden size of 64): one forward on the meta device fails with a
+    shape error, and the sweep is refused in one line. The old sizing is planted by monkeypatch (today's
+    sizes SigLIP right: test_user_breakage.py runs it)."""
+    import workloads.hf_config
+    from orchestrator.core.failures import ConfigError
+
+    monkeypatch.setattr(workloads.hf_config, "_sized_kwargs", lambda config, size: {})
+    plan = build_plan(["workload=hf", "workload.model=SiglipModel", "logger=none"], cwd=tmp_path)
+    with pytest.raises(ConfigError) as e:
+        check_plan(plan)
+    said = str(e.value)
+    assert said.startswith("workload.size=tiny cannot size SiglipModel: a forward fails") and "\n" not in said
+    assert not (tmp_path / "sweeps").exists()

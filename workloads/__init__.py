@@ -64,13 +64,43 @@ def check_workload(cfg: WorkloadConfig) -> None:
         timm_models.check(cfg)
 
 
+# What a shape mismatch says (a matmul on a CPU, on the meta device; a view; a broadcast).
+SHAPE_ERRORS = (
+    "cannot be multiplied",
+    "must have same reduction dim",
+    "size mismatch",
+    "must match the size",
+    "is invalid for input of size",
+)
+
+
+def _forward_on_meta(cfg: WorkloadConfig, wl: Workload) -> None:
+    """One forward of the model built on the meta device; a shape error is refused, anything else (an
+    op with no meta kernel, a value read on the host) is left for the job to find."""
+    from workloads.inputs import call
+
+    try:
+        with torch.no_grad():
+            call(wl.model, wl.make_inputs(None))
+    except RuntimeError as e:
+        said = str(e).splitlines()[0] if str(e) else ""
+        if any(s in said for s in SHAPE_ERRORS):
+            raise ConfigError(
+                f"workload.size={cfg.size} cannot size {cfg.model}: a forward fails ({said}); a key must "
+                "follow the preset's (+workload.config={key: value}), or use workload.size=default"
+            ) from None
+
+
 def check_blocks(cfg: WorkloadConfig, needed_by: str | None = None) -> None:
     """`workload.blocks` names modules of the model, and a model some job compiles or shards block by
     block (`needed_by`: the setting that does, `compile.scope=blocks` or `parallel=fsdp`) has repeated
     blocks: checked before a sweep runs (not in the job, whose own build finds them missing anyway),
     on a model built on the meta device (no memory, no weights). A model that cannot be built there is
-    checked when its job builds it."""
-    if not cfg.blocks and not needed_by:
+    checked when its job builds it. A transformers model sized by a preset also runs one forward there:
+    a key the preset could not make follow another (SigLIP's text `projection_size` once kept 768 beside
+    a hidden size of 64) fails it with a shape error, refused in one line."""
+    sized_hf = cfg.name == "hf" and cfg.size != "default"
+    if not cfg.blocks and not needed_by and not sized_hf:
         return
     try:
         with torch.device("meta"):
@@ -79,6 +109,8 @@ def check_blocks(cfg: WorkloadConfig, needed_by: str | None = None) -> None:
         raise
     except Exception:  # noqa: BLE001 (user code that needs real tensors to build: its job will say)
         return
+    if sized_hf:
+        _forward_on_meta(cfg, wl)
     if needed_by and not wl.blocks:
         other = "parallel=ddp" if needed_by.startswith("parallel") else "compile.scope=model"
         model = cfg.target or cfg.model or cfg.name

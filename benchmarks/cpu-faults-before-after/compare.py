@@ -20,7 +20,8 @@ for name in sorted(set(before) | set(after)):
     nonnull = lambda r: {k for k, v in r.items() if v not in (None, [], {})}  # noqa: E731
     gained, lost = sorted(nonnull(a) - nonnull(b)), sorted(nonnull(b) - nonnull(a))
     error = str(a.get("error") or "").split("\n")[0][:70]
-    print(f"{name:22s} {b.get('status', '-'):18s} {a.get('status', '-'):18s} +{len(gained)}/-{len(lost)}  {error}")
+    classes = f"{b.get('status', '-'):18s} {a.get('status', '-'):18s}"
+    print(f"{name:22s} {classes} +{len(gained)}/-{len(lost)}  {error}")
     for key in gained:
         print(f"{'':22s} + {key}")
     for key in lost:

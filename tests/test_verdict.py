@@ -464,7 +464,9 @@ def test_a_follow_up_job_measures_the_lever_and_the_verdict_gives_both_answers(f
 
     assert named["compiled_overhead_ms_per_step"] > 0
     share = named["compiled_overhead_ms_per_step"] / named["compiled_ms"]
-    assert ("overhead" in kinds) == (share >= OVERHEAD_SHARE), (share, v["causes"])
+    # (Not quoted where the profile pass was unlike the timed steps: a busy host's can be.)
+    quoted = "profile_unrepresentative" not in kinds
+    assert ("overhead" in kinds) == (share >= OVERHEAD_SHARE and quoted), (share, v["causes"])
     if "overhead" in kinds:
         overhead = kinds["overhead"]
         assert overhead["ms_per_step"] == pytest.approx(named["compiled_overhead_ms_per_step"])
@@ -532,6 +534,11 @@ def test_one_sweep_three_user_models_each_with_its_own_cause(tmp_path, compile_c
     assert tiny["graph_matmuls"] >= 1 and tiny["graph_fp32_matmuls"] == tiny["graph_matmuls"], "fp32 here"
     kinds = [c["kind"] for c in v["causes"]]
     assert not {"graph_breaks", "step_recompiles"} & set(kinds), kinds
+    assert tiny["compiled_kernels_per_step"] > 0 and tiny.get("compiled_profile_trace") is None, "no trace"
+    assert not list((sweep / "jobs" / v["job_id"]).glob("profile_*.json")), "the verdict's pass keeps none"
+    if "profile_unrepresentative" in kinds:  # a busy host's profile pass: none of its figures quoted
+        assert kinds == ["profile_unrepresentative"] and v["cause"] is None, v["causes"]
+        return
     # What it names is the profile's (its own overhead, or a kind of kernel), with the milliseconds
     # of a step behind it; which one is the host's to say (a tiny step on a busy CPU moves).
     assert all(c["ms_per_step"] is not None for c in v["causes"]), v["causes"]
@@ -546,8 +553,6 @@ def test_one_sweep_three_user_models_each_with_its_own_cause(tmp_path, compile_c
     ]
     if (v["speedup"] < 1.1 or v["ci"][0] <= 1) and (slowing or v["outcome"] != "eager_cost"):
         assert slowing and v["cause"] and v["cause"].removeprefix("why: ") == slowing[0], v
-    assert tiny["compiled_kernels_per_step"] > 0 and tiny.get("compiled_profile_trace") is None, "no trace"
-    assert not list((sweep / "jobs" / v["job_id"]).glob("profile_*.json")), "the verdict's pass keeps none"
 
 
 def test_where_the_step_time_moved_is_a_cause_with_a_lever_only_where_it_acts(template, tmp_path):

@@ -61,21 +61,27 @@ ID_SUFFIXES = ("_id", "_ids", "_idx", "_index")
 
 def sub_configs(config: Any) -> list[Any]:
     """The config and its nested model configs (CLIP's text and vision towers), outermost first."""
+    return [config, *_nested(config).values()]
+
+
+def _nested(config: Any) -> dict[str, Any]:
+    """The nested model configs by the attribute that holds them (`text_config`, `vision_config`)."""
     from transformers import PretrainedConfig
 
-    nested = [v for v in vars(config).values() if isinstance(v, PretrainedConfig)]
-    return [config, *nested]
+    return {name: v for name, v in vars(config).items() if isinstance(v, PretrainedConfig)}
+
+
+def _preset(size: str) -> list[tuple[str, Any]]:
+    """Every config key the preset sets where a class has it, with its value (`tiny`'s extras last)."""
+    keys = [(key, value) for name, value in SIZES[size].items() for key in CONFIG_KEYS[name]]
+    return keys + (list(TINY_EXTRA.items()) if size == "tiny" else [])
 
 
 def _apply_size(config: Any, size: str) -> None:
     for part in sub_configs(config):
-        for name, value in SIZES[size].items():
-            for key in CONFIG_KEYS[name]:
-                if hasattr(part, key):
-                    setattr(part, key, value)
-        for key, value in TINY_EXTRA.items() if size == "tiny" else ():
-            # XLNet's max_position_embeddings raises on set: it has no position limit to shrink
-            with contextlib.suppress(NotImplementedError):
+        for key, value in _preset(size):
+            # XLNet's max_position_embeddings (a tiny extra) raises on set: it has no limit to shrink
+            with contextlib.suppress(*((NotImplementedError,) if key in TINY_EXTRA else ())):
                 if hasattr(part, key):
                     setattr(part, key, value)
 
@@ -85,15 +91,8 @@ def _sized_kwargs(config: Any, size: str) -> dict[str, Any]:
     that keys the class derives from them follow them (SigLIP's text `projection_size` is its
     `hidden_size` unless given: set afterwards, it kept 768 beside a hidden size of 64)."""
     kwargs: dict[str, Any] = {}
-    nested = {name: v for name, v in vars(config).items() if v in sub_configs(config)[1:]}
-    for name, part in [(None, config), *nested.items()]:
-        values = {
-            key: value
-            for sized, value in SIZES[size].items()
-            for key in CONFIG_KEYS[sized]
-            if key in part.to_dict()
-        }
-        values |= {k: v for k, v in TINY_EXTRA.items() if size == "tiny" and k in part.to_dict()}
+    for name, part in [(None, config), *_nested(config).items()]:
+        values = {key: value for key, value in _preset(size) if key in part.to_dict()}
         values |= _ids_moved(part.to_dict(), values.get("vocab_size"))
         if name is None:
             kwargs |= values

@@ -67,7 +67,7 @@ def causes(row: pd.Series) -> list[Cause]:
     """The measured causes of one compiled job's speedup, the largest first: those with milliseconds
     attributed by them, then the others as measured (graph breaks, recompiles, skips)."""
     row, unrepresentative = representative(row)  # a profile pass unlike the timed steps: not quoted
-    found: list[Cause] = [unrepresentative] if unrepresentative else []
+    found: list[Cause] = []
     fraction, breaks = number(row.get(COL.compiled_fraction)), number(row.get(COL.graph_breaks)) or 0
     if breaks > 0 and fraction is not None and 1 - fraction >= LEFT_EAGER:
         top = top_break_reason(row)
@@ -130,7 +130,8 @@ def causes(row: pd.Series) -> list[Cause]:
     timed = [c for c in rest if c.ms_per_step is not None]
     untimed = [c for c in rest if c.ms_per_step is None]
     untimed.sort(key=lambda c: c.kind == "matmul_bound")  # autotuning last: after precision levers
-    return first + sorted(timed, key=lambda c: -(c.ms_per_step or 0.0)) + untimed
+    note = [unrepresentative] if unrepresentative else []  # last: a note, never the answer's cause
+    return first + sorted(timed, key=lambda c: -(c.ms_per_step or 0.0)) + untimed + note
 
 
 def _optimizer_cause(row: pd.Series, compiled_ms: float | None) -> list[Cause]:
@@ -251,15 +252,6 @@ def slowing(found: list[Cause], affects: str = "step") -> list[Cause]:
 
 
 def cause_line(found: list[Cause], speedup: float | None, ci: list[float | None], outcome: str) -> str | None:
-    """`_cause_sentence`, then what the profile pass could not tell (unlike the timed steps)."""
-    notes = [c.text for c in found if c.affects == "profile"]
-    said = [_cause_sentence(found, speedup, ci, outcome), *notes]
-    return "; ".join(s for s in said if s) or None
-
-
-def _cause_sentence(
-    found: list[Cause], speedup: float | None, ci: list[float | None], outcome: str
-) -> str | None:
     """The sentence the answer carries: why slower (or no gain) where the setting is slower than eager,
     gains under 10% or its CI includes 1, from what costs the step time (for a gain never paid back,
     then compile time, where the step shows none); where the gain is there but its compile is never

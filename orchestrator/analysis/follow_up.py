@@ -124,6 +124,9 @@ def with_effect(answer: FollowUp, named: pd.Series, follow: pd.Series) -> Follow
 
 def follow_up_lines(f: FollowUp) -> list[str]:
     """What the lever moved, and what still slows the follow-up's step (with the next lever)."""
-    lever = f" (next lever: {f.next_lever})" if f.next_lever else ""
-    still = f"still: {f.still}{lever}" if f.still else ""
-    return [line for line in (f.moved, still) if line]
+    return [line for line in (f.moved, still_line(f.still, f.next_lever) if f.still else "") if line]
+
+
+def still_line(still: str, next_lever: str | None) -> str:
+    """What still slows a step, with the lever to stack next where one is known."""
+    return f"still: {still}" + (f" (next lever: {next_lever})" if next_lever else "")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from orchestrator.analysis.answers import Cause
 from orchestrator.analysis.causes import causes, ran_on_cuda
 from orchestrator.analysis.suite import passed_job
 from orchestrator.config.schema import CUDAGRAPH_MODES
@@ -34,11 +35,6 @@ CUDA_ONLY = (
 )
 
 
-def levers_of(lever: object) -> list[str]:
-    """A follow-up's stack from its `lever` text (one lever, or several joined by SEPARATOR)."""
-    return str(lever).split(SEPARATOR) if isinstance(lever, str) and lever else []
-
-
 def stacked(stack: list[str], lever: str) -> list[str]:
     """`stack` with `lever` on top. Autotuning without CUDA graphs on a stack that holds them is
     `max-autotune` (both); a later value of a key replaces an earlier one when applied."""
@@ -54,6 +50,7 @@ class Step:
     """One step of the walk: the job with `levers` applied, and what it did against the best before it."""
 
     levers: list[str]
+    cause: str  # the kind of cause of the best before it whose lever this step added
     row: pd.Series
     outcome: str  # gain (joins the stack), within_ci (the walk stops), loses or failed (dropped)
     before: pd.Series  # the best job before this step (the named setting's for the first)
@@ -86,9 +83,9 @@ def _measured_already(rows: pd.DataFrame, lever: str) -> bool:
     return any(str(v).lower() == value.lower() for v in rows[column])
 
 
-def next_lever(best: pd.Series, stack: list[str], tried: set[str], model: pd.DataFrame) -> str | None:
-    """The lever of the largest cause slowing `best` that is not in the stack, not tried and dropped,
-    acts on the device, and (for the first step) is not measured by the sweep's own jobs already."""
+def next_cause(best: pd.Series, stack: list[str], tried: set[str], model: pd.DataFrame) -> Cause | None:
+    """The largest cause slowing `best` whose lever is not in the stack, not tried and dropped, acts on
+    the device, and (for the first step) is not measured by the sweep's own jobs already."""
     on_cpu = not ran_on_cuda(best)
     for cause in causes(best):
         lever = cause.lever
@@ -96,7 +93,7 @@ def next_lever(best: pd.Series, stack: list[str], tried: set[str], model: pd.Dat
             continue
         if not stack and _measured_already(model, lever):
             continue
-        return lever
+        return cause
     return None
 
 
@@ -109,21 +106,21 @@ def walk(
     ran = {row[COL.lever]: row for _, row in follow_ups.iterrows() if isinstance(row.get(COL.lever), str)}
     best, stack, tried, steps = named, [], set(), []
     while len(steps) < budget:
-        lever = next_lever(best, stack, tried, model)
-        if lever is None:
+        cause = next_cause(best, stack, tried, model)
+        if cause is None or cause.lever is None:
             return steps, None
-        levers = stacked(stack, lever)
+        levers = stacked(stack, cause.lever)
         row = ran.get(SEPARATOR.join(levers))
         if row is None:
             return steps, levers
         outcome = _judge(best, row)
-        steps.append(Step(levers, row, outcome, best))
+        steps.append(Step(levers, cause.kind, row, outcome, best))
         if outcome == "gain":
             best, stack = row, levers
         elif outcome == "within_ci":
             return steps, None
         else:
-            tried.add(lever)
+            tried.add(cause.lever)
     return steps, None
 
 

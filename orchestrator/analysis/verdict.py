@@ -18,7 +18,14 @@ import pandas as pd
 
 from orchestrator.analysis.answers import BestFound, FollowUp, ModelVerdict, PathStep, Verdict
 from orchestrator.analysis.causes import cause_line, causes, cudagraph_skips_text, top_break_reason
-from orchestrator.analysis.follow_up import chosen, follow_up_lines, lever_effect, main_rows, with_effect
+from orchestrator.analysis.follow_up import (
+    chosen,
+    follow_up_lines,
+    lever_effect,
+    main_rows,
+    still_line,
+    with_effect,
+)
 from orchestrator.analysis.known_issues import known_issue
 from orchestrator.analysis.serving import batch_lines, request_run
 from orchestrator.analysis.stack import best_of, walk
@@ -244,8 +251,7 @@ def stacked_answer(
     steps, _ = walk(named, ran, model, max(vc.max_follow_ups, len(ran)))
     path = []
     for s in steps:
-        kinds = [c.kind for c in causes(s.before) if c.lever and s.levers[-1].startswith(c.lever)]
-        moved = lever_effect(s.before, s.row, kinds[0] if kinds else "")[0] if passed_job(s.row) else ""
+        moved = lever_effect(s.before, s.row, s.cause)[0] if passed_job(s.row) else ""
         path.append(
             PathStep(
                 levers=s.levers, lever=s.levers[-1], job_id=str(s.row[COL.job_id]), outcome=s.outcome,
@@ -258,8 +264,7 @@ def stacked_answer(
     if best is None:
         return path, None
     f, config = assess(best.row, vc), best.row[COL.config]
-    kinds = [c.kind for c in causes(best.before) if c.lever and best.levers[-1].startswith(c.lever)]
-    still = lever_effect(best.before, best.row, kinds[0] if kinds else "")[1]
+    still = lever_effect(best.before, best.row, best.cause)[1]
     numerics = [lv for lv in best.levers if lv.startswith(NUMERICS_LEVERS)]
     err, limit, rule = parity_margin(best.row)
     said = f"error {_sig(err)} within its limit {_sig(limit)} ({rule})" if err is not None else "passed"
@@ -319,14 +324,14 @@ def lines(verdict: Verdict) -> list[str]:
         at = f" (at {v.numerics})" if v.numerics and len(numerics) > 1 else ""
         if v.best:  # the best found first, then the path to it, then the answer at the user's settings
             out += [f"verdict {v.model}: {best_text(v.best, verdict)}", *path_lines(v.path)]
-            lever = f" (next lever: {v.best.next_lever})" if v.best.next_lever else ""
-            out += [f"    still: {v.best.still}{lever}"] if v.best.still else []
+            out += [f"    {still_line(v.best.still, v.best.next_lever)}"] if v.best.still else []
             out.append(f"  your settings: {head}{v.why}{at}")
         else:
             out.append(f"verdict {v.model}: {head}{v.why}{at}")
         label = "risks" if v.outcome == "compile" else f"risks of {v.setting}"
         more = (
             ([v.cause] if v.cause else [])
+            + [c.text for c in v.causes if c.affects == "profile"]  # what the profile could not tell
             + ([f"{label}: {'; '.join(v.risks)}"] if v.risks else [])
             + ([f"failed: {', '.join(v.failed)}"] if v.failed else [])
         )
@@ -340,8 +345,7 @@ def lines(verdict: Verdict) -> list[str]:
         elif len(v.path) > 1:  # stacked steps, none of which gained; what still slows the first
             out += path_lines(v.path)
             f = v.follow_up
-            lever = f" (next lever: {f.next_lever})" if f and f.next_lever else ""
-            out += [f"    still: {f.still}{lever}"] if f and f.still else []
+            out += [f"    {still_line(f.still, f.next_lever)}"] if f and f.still else []
         elif v.follow_up:  # the answer with the lever, then what it moved and what is left
             out += [f"  follow-up {v.follow_up.why}"] + [f"    {x}" for x in follow_up_lines(v.follow_up)]
     out += verdict.serving

@@ -110,6 +110,22 @@ def _shown(name: str, wrapped: bool) -> str:
     return name
 
 
+def sampled_wrapped(sample: dict) -> bool:
+    """Whether a side's strided sample (side_process.sampled) is of the training wrapper's model: the
+    workload is gone from the process that reads it, but every gradient under `inner.` says so."""
+    return bool(sample["grads"]) and all(n.startswith("inner.") for n in sample["grads"])
+
+
+def updated_buffers(ctx: JobContext, side: Side, start: dict[str, torch.Tensor]) -> list[str]:
+    """The buffers a side's call changed from `start`, as `name (dtype)` by the user's names."""
+    wrapped = isinstance(ctx.wl.model, TaskLoss)
+    return [
+        f"{_shown(f'buffer {n}', wrapped).removeprefix('buffer ')} ({str(b.dtype).removeprefix('torch.')})"
+        for n, b in buffers(side.model).items()
+        if n in start and not torch.equal(b.detach().cpu(), start[n].cpu())
+    ]
+
+
 def _ranked(rows: list[dict]) -> list[dict]:
     """The WORST_SHOWN rows furthest past their limits, by error over limit (NaN worst)."""
     ratio = lambda row: math.inf if math.isnan(row["err"]) else row["err"] / max(row["limit"], 1e-30)  # noqa: E731
@@ -173,8 +189,7 @@ def worst_sampled(ctx: JobContext, eager: dict, compiled: dict, tol: float) -> l
     by name: side_process.sampled), each tensor's sample against eager's, limit `tol`."""
     mine = _by_name(ctx.train, (compiled["out"], compiled["grads"], {}))
     theirs = _by_name(ctx.train, (eager["out"], eager["grads"], {}))
-    # The workload is gone from this process by now: every gradient under `inner.` is the wrapper's.
-    wrapped = bool(eager["grads"]) and all(n.startswith("inner.") for n in eager["grads"])
+    wrapped = sampled_wrapped(eager)
     rows = [
         {"tensor": _shown(name, wrapped), "err": tensor_error(mine[name], t), "limit": tol}
         for name, t in theirs.items()

@@ -24,6 +24,8 @@ from orchestrator.job.compared import (
     gradients,
     load_buffers,
     not_finite,
+    sampled_wrapped,
+    updated_buffers,
     worst_sampled,
     worst_tensors,
 )
@@ -31,7 +33,7 @@ from orchestrator.job.compile_settings import matmul_precision
 from orchestrator.job.context import JobContext, Side, first_line
 from orchestrator.job.result import Parity
 from orchestrator.job.tolerance import PARITY_TOL, compute_dtype
-from workloads.inputs import TaskLoss, call, map_inputs
+from workloads.inputs import call, map_inputs
 
 
 def _buffer_error(bufs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor]) -> float | None:
@@ -218,13 +220,6 @@ def check_parity(ctx: JobContext, eager: Side, compiled: Side, out: dict, fp64: 
         key=lambda kv: -1.0 if kv[1] is None else (math.inf if math.isnan(kv[1]) else kv[1]),
     )[0]
     rule = {"multiplier": cfg.bench.parity_multiplier} if upcast is not None else None
-    start = ctx.start_buffers or {}
-    wrapped = isinstance(ctx.wl.model, TaskLoss)  # the training wrapper's `inner.`: not the user's name
-    updated = [
-        f"{n.removeprefix('inner.') if wrapped else n} ({str(b.dtype).removeprefix('torch.')})"
-        for n, b in buffers(eager.model).items()
-        if n in start and not torch.equal(b.detach().cpu(), start[n].cpu())
-    ]
     worst = worst_tensors(ctx, eager, compiled, out, against, rule, tol) if ctx.world == 1 else []
     named = "; ".join(f"{w['tensor']} {w['err']:.3g} (limit {w['limit']:.3g})" for w in worst)
     return Parity(
@@ -237,7 +232,7 @@ def check_parity(ctx: JobContext, eager: Side, compiled: Side, out: dict, fp64: 
         parity_grad_err=errs.get("compiled_grad"),
         parity_buffer_err=errs["compiled_buf"],
         parity_buffers=len(buffers(compiled.model)),
-        parity_buffers_updated=updated,
+        parity_buffers_updated=updated_buffers(ctx, eager, ctx.start_buffers or {}),
         parity_limit=limit,
         parity_tol=tol,
         parity_rule="within tol of eager" if close <= tol else (f"{upcast_name} rule" if rule else "tol"),
@@ -264,8 +259,7 @@ def check_sampled_parity(ctx: JobContext, eager_file: Path, compiled_file: Path)
     e, c = torch.load(eager_file), torch.load(compiled_file)
     eager_file.unlink()
     compiled_file.unlink()
-    wrapped = bool(e["grads"]) and all(n.startswith("inner.") for n in e["grads"])
-    if found := not_finite(ctx.train, (e["out"], e["grads"], {}), wrapped):
+    if found := not_finite(ctx.train, (e["out"], e["grads"], {}), sampled_wrapped(e)):
         return eager_not_finite_parity(found, tol)
     out_err = rel_error(c["out"], e["out"])
     names = sorted(e["grads"])

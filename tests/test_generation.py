@@ -37,7 +37,7 @@ def served(tmp_path_factory, compile_cache):
     args = [
         "bench=quick", "bench.task=generate", "workload=choice(hf)", "workload.size=tiny",
         "workload.model=choice(LlamaForCausalLM)", f"sweep.points={points}",
-        f"generate.prompt_len={PROMPT}", f"generate.new_tokens={NEW}", *FAST,
+        f"generate.prompt_len={PROMPT}", f"generate.new_tokens={NEW}", "bench.measure_peaks=true", *FAST,
         "compile.cache=shared", f"compile.cache_dir={compile_cache}",
     ]  # fmt: skip
     proc = run_cli(args, cwd=cwd, timeout=900)
@@ -78,7 +78,18 @@ def test_every_decoder_generates_with_teacher_forced_parity_and_every_figure(ser
         assert 0 < r["gen_e2e_ci_low"] <= r["gen_e2e_speedup"] <= r["gen_e2e_ci_high"]
         assert r["compiled_first_ttft_ms"] > r["compiled_ttft_ms"], "the cold prefill compiles"
         assert r["gen_compile_s"] > 0 and r["compile_s"] == r["gen_compile_s"] and r["gen_frames"] >= 2
+        # MBU: the bytes a decode step reads over its time, against this CPU's measured copy bandwidth;
+        # no datasheet for a CPU, so that figure stays null (job/limits.py; tests/test_limits.py counts).
+        assert r["gen_bandwidth_basis"].startswith("measured: copy") and r["gen_spec_tb_s"] is None
+        assert r["gen_decode_bytes"] > r["gen_weight_bytes"] > 0 and r["gen_kv_bytes_per_position"] > 0
+        for side in ("eager", "compiled"):
+            mbu = (
+                r["gen_decode_bytes"] / (r[f"{side}_decode_p50_ms"] / 1000) / (r["gen_bandwidth_tb_s"] * 1e12)
+            )
+            assert r[f"{side}_decode_mbu"] == pytest.approx(mbu) and r[f"{side}_decode_mbu_spec"] is None
+            assert r[f"{side}_prefill_mfu"] > 0
     assert "kv_cache" in proc.stdout and "verdict " in proc.stdout, proc.stdout
+    assert "compiled decode at" in proc.stdout and "of measured bandwidth" in proc.stdout, proc.stdout
 
 
 def test_a_dynamic_cache_recompiles_where_a_static_one_does_not(served):

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from orchestrator.core.failures import ConfigError
-from workloads.kv_cache import DynamicKV, StaticKV, cache_bytes
+from workloads.kv_cache import DynamicKV, StaticKV
 
 
 class Decoder:
@@ -43,6 +43,18 @@ class Decoder:
         raise NotImplementedError
 
     def bytes(self, cache: Any) -> int:
+        return sum(t.nbytes for t in self.cache_tensors(cache))
+
+    def cache_tensors(self, cache: Any) -> list[torch.Tensor]:
+        """Every layer's K and V tensors, (batch, heads, positions, head dim)."""
+        raise NotImplementedError
+
+    def attention_shape(self) -> tuple[int, int]:
+        """(attention layers, query heads x head dim of one layer)."""
+        raise NotImplementedError
+
+    def head_positions(self, prompt_len: int) -> int:
+        """Positions a prefill's LM head runs on: the last where the model keeps only its logits."""
         raise NotImplementedError
 
     def full(self, ids: torch.Tensor) -> torch.Tensor:
@@ -72,8 +84,14 @@ class GPTDecoder(Decoder):
     def forward(self, ids: torch.Tensor, cache: list, pos: torch.Tensor) -> torch.Tensor:
         return self.model.decode(ids, cache, pos)
 
-    def bytes(self, cache: list) -> int:
-        return cache_bytes(cache)
+    def cache_tensors(self, cache: list) -> list[torch.Tensor]:
+        return [t for layer in cache for t in (layer.k, layer.v) if t is not None]
+
+    def attention_shape(self) -> tuple[int, int]:
+        return len(self.model.blocks), self.heads * self.head_dim
+
+    def head_positions(self, prompt_len: int) -> int:
+        return 1  # GPT.decode: the last position's logits
 
     def full(self, ids: torch.Tensor) -> torch.Tensor:
         return self.model(ids)[:, -1]
@@ -108,11 +126,20 @@ class HFDecoder(Decoder):
             kwargs["logits_to_keep"] = 1
         return self.model(input_ids=ids, **kwargs).logits[:, -1]
 
-    def bytes(self, cache: Any) -> int:
+    def cache_tensors(self, cache: Any) -> list[torch.Tensor]:
         tensors = [
             getattr(layer, k, None) for layer in getattr(cache, "layers", []) for k in ("keys", "values")
         ]
-        return sum(t.nbytes for t in tensors if isinstance(t, torch.Tensor))
+        return [t for t in tensors if isinstance(t, torch.Tensor)]
+
+    def attention_shape(self) -> tuple[int, int]:
+        config = self.model.config.get_text_config()
+        heads = config.num_attention_heads
+        head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+        return config.num_hidden_layers, heads * head_dim
+
+    def head_positions(self, prompt_len: int) -> int:
+        return 1 if self.keep else prompt_len
 
     def full(self, ids: torch.Tensor) -> torch.Tensor:
         keep = {"logits_to_keep": 1} if self.keep else {}  # a batch of 64 x 1024 x 128k logits is 17 GB

@@ -47,8 +47,3 @@ class DynamicKV:
         self.k = k if self.k is None else torch.cat([self.k, k], dim=2)
         self.v = v if self.v is None else torch.cat([self.v, v], dim=2)
         return self.k, self.v
-
-
-def cache_bytes(layers: list) -> int:
-    """Bytes held by a list of StaticKV / DynamicKV."""
-    return sum(t.nbytes for layer in layers for t in (layer.k, layer.v) if t is not None)

@@ -118,6 +118,7 @@ class ModelVerdict:
     follow_up: FollowUp | None = None  # the answer with the lever for that cause, where one ran
     path: list[PathStep] = field(default_factory=list)  # the stacked follow-ups' steps, in order
     best: BestFound | None = None  # the best setting found, where a step gained
+    limits: str | None = None  # generate: each side's decode MBU and prefill MFU in words (serving.py)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelVerdict:

@@ -12,7 +12,7 @@ import pandas as pd
 
 from orchestrator.analysis.answers import ModelVerdict
 from orchestrator.config.schema import VerdictConfig
-from orchestrator.core.numbers import number
+from orchestrator.core.numbers import number, present
 from orchestrator.job.result import COL
 from orchestrator.results.present import duration, join_values
 from orchestrator.results.present import sig as _sig
@@ -39,6 +39,39 @@ def request_run(row: pd.Series, vc: VerdictConfig) -> tuple[float, str, PerReque
         n = vc.serve_s / (eager_ms / 1000)  # one request after the other, at full load
         words = f"{duration(vc.serve_s)} of serving ({_sig(n)} requests)"
     return n, words, (eager_ms, speedup, low, high)
+
+
+def _percent(x: float | None) -> str:
+    return f"{100 * x:.2g}%" if x is not None and x >= 0.01 else f"{100 * x:.1g}%" if x else "-"
+
+
+def limits_line(row: pd.Series) -> str | None:
+    """`generate`: where each side's decode stands against the card's bandwidth and its prefill against
+    its FLOP/s (job/limits.py), `compiled decode at 43% of measured bandwidth (40% of the datasheet's),
+    eager at 6%; ...`; where no peak is known, that said with how to get one. None for other tasks
+    and for results from before MBU was measured."""
+    if row.get(COL.task) != "generate" or not present(row.get(COL.gen_decode_bytes)):
+        return None
+    out = []
+    for what, basis_key, fig in (
+        ("decode", COL.gen_bandwidth_basis, "decode_mbu"),
+        ("prefill", COL.gen_flops_basis, "prefill_mfu"),
+    ):
+        basis = row.get(basis_key)
+        ours = [number(row.get(getattr(COL, f"{side}_{fig}"))) for side in ("compiled", "eager")]
+        spec = [number(row.get(getattr(COL, f"{side}_{fig}_spec"))) for side in ("compiled", "eager")]
+        limit = "bandwidth" if what == "decode" else "FLOP/s"
+        if ours[0] is None:
+            why = basis if isinstance(basis, str) else "no peak known"
+            how = "bench.measure_peaks=true measures this node's"
+            out.append(f"{what}: no {limit} peak to hold it against ({why}; {how})")
+            continue
+        measured = isinstance(basis, str) and basis.startswith("measured")
+        against = f"measured {limit}" if measured else f"the datasheet's {limit}"
+        text = f"compiled {what} at {_percent(ours[0])} of {against}"
+        text += f" ({_percent(spec[0])} of the datasheet's)" if measured and spec[0] is not None else ""
+        out.append(text + f", eager at {_percent(ours[1])}")
+    return "; ".join(out)
 
 
 def batch_lines(df: pd.DataFrame, verdicts: list[ModelVerdict], models: list[str]) -> list[str]:

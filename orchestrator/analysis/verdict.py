@@ -27,7 +27,7 @@ from orchestrator.analysis.follow_up import (
     with_effect,
 )
 from orchestrator.analysis.known_issues import known_issue
-from orchestrator.analysis.serving import batch_lines, request_run
+from orchestrator.analysis.serving import batch_lines, limits_line, request_run
 from orchestrator.analysis.stack import best_of, walk
 from orchestrator.analysis.suite import MEMORY_RATIO, passed_job, setting_text, suite_lines, suite_summary
 from orchestrator.analysis.trust import distrust, remedy
@@ -218,6 +218,7 @@ def decide(part: pd.DataFrame, settings: list[str], vc: VerdictConfig) -> ModelV
         causes=found, cause=cause_line(found, f.speedup, f.ci, outcome),
         job_id=row[COL.job_id], risks=risks(row), distrust=[r for _, r in reasons],
         numerics=row.get(COL.numerics) if isinstance(row.get(COL.numerics), str) else None,
+        limits=limits_line(row),
     )  # fmt: skip
 
 
@@ -332,6 +333,7 @@ def lines(verdict: Verdict) -> list[str]:
         more = (
             ([v.cause] if v.cause else [])
             + [c.text for c in v.causes if c.affects == "profile"]  # what the profile could not tell
+            + ([v.limits] if v.limits else [])
             + ([f"{label}: {'; '.join(v.risks)}"] if v.risks else [])
             + ([f"failed: {', '.join(v.failed)}"] if v.failed else [])
         )

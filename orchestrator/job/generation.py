@@ -29,7 +29,7 @@ import torch
 
 from orchestrator.config.schema import CUDAGRAPH_MODES
 from orchestrator.core.stats import median_ratio_ci, percentiles
-from orchestrator.job import compile_cost, generation_checks, parity, speed
+from orchestrator.job import compile_cost, generation_checks, limits, parity, speed
 from orchestrator.job.compile_settings import numerics_now
 from orchestrator.job.context import JobContext
 from orchestrator.job.parallelize import compile_kwargs
@@ -158,6 +158,7 @@ def run_generation(ctx: JobContext) -> None:
         r.compile.step_recompiles, r.compile.step_recompile_reasons = len(again), again[:3]
     _summarize(ctx, out, runs, (first_eager, first_compiled))
     out.gen_cache_gib = decoder.bytes(compiled.cache) / 2**30
+    limits.fill(ctx, out, decoder, decoder.cache_tensors(compiled.cache))
     if cfg.compile.mode in CUDAGRAPH_MODES and ctx.compiled_mode:
         from orchestrator.job.protocol import check_cudagraphs
 

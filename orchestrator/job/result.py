@@ -435,6 +435,10 @@ class GenerationSide:
     decode_p90_ms: NUMBER = None
     decode_tokens_per_s: NUMBER = figure("{side} tok/s", dashboard=True)  # batch x decode tokens / seconds
     e2e_ms: NUMBER = None  # a request end to end: prefill and every decode token
+    decode_mbu: NUMBER = figure("{side} mbu", dashboard=True)  # decode bytes / decode_p50 / gen_bandwidth
+    decode_mbu_spec: NUMBER = None  # the same against the datasheet's bandwidth
+    prefill_mfu: NUMBER = figure(dashboard=True)  # gen_prefill_flops / ttft / gen_peak_tflops
+    prefill_mfu_spec: NUMBER = None  # the same against the datasheet's FLOP/s
 
 
 @dataclass
@@ -459,6 +463,16 @@ class Generation:
     gen_parity_errors: list = field(default_factory=list)  # teacher-forced logits' error, per token
     gen_first_divergence: int | None = None  # the first generated token where greedy tokens part
     gen_cache_gib: NUMBER = None  # one side's KV cache at the end of a request
+    gen_weight_bytes: int | None = None  # parameter bytes a decode step reads (lookup tables: a row a token)
+    gen_kv_bytes_per_position: int | None = None  # K and V of one position, all layers, the whole batch
+    gen_decode_bytes: NUMBER = None  # a decode step's bytes, averaged over a request (job/limits.py)
+    gen_prefill_flops: NUMBER = None  # a prefill's FLOPs: matmuls and causal attention
+    gen_bandwidth_tb_s: NUMBER = None  # the bandwidth MBU is held against: measured copy, else datasheet
+    gen_bandwidth_basis: str | None = None  # which, or why none is known
+    gen_spec_tb_s: NUMBER = None  # the datasheet's bandwidth, where the GPU is in the table
+    gen_peak_tflops: NUMBER = None  # the FLOP/s the prefill's MFU is held against: measured, else datasheet
+    gen_flops_basis: str | None = None  # which, or why none is known
+    gen_spec_tflops: NUMBER = None  # the datasheet's FLOP/s for the served dtype
 
 
 @dataclass

@@ -31,9 +31,16 @@ SETTING_COLUMNS = [
 ] + [(COL.strategy, header(COL.strategy)), (COL.lever, "follow-up lever")]
 FIGURE_COLUMNS = [(k, header(k)) for k in (COL.compile_s, COL.eager_ms, COL.compiled_ms, COL.speedup)]
 FIGURE_COLUMNS += [("speedup_ci", "95% CI")]
-# bench.task=generate: the time to first token's speedup, decode tokens/s, recompiles over a request.
+# bench.task=generate: the time to first token's speedup, decode tokens/s and the share of the
+# card's bandwidth they reach (MBU), recompiles over a request.
 FIGURE_COLUMNS += [
-    (k, header(k)) for k in (COL.gen_ttft_speedup, COL.compiled_decode_tokens_per_s, COL.gen_recompiles)
+    (k, header(k))
+    for k in (
+        COL.gen_ttft_speedup,
+        COL.compiled_decode_tokens_per_s,
+        COL.compiled_decode_mbu,
+        COL.gen_recompiles,
+    )
 ]
 FIGURE_COLUMNS += [
     (k, header(k))
@@ -49,6 +56,7 @@ FIGURE_COLUMNS += [
 # Plain output: the figures least needed go first when a line would be wider than PLAIN_WIDTH.
 DROP_ORDER = (
     COL.compiled_fraction,
+    COL.compiled_decode_mbu,
     COL.gen_recompiles,
     COL.dyn_recompiles,
     COL.graph_breaks,

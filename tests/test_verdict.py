@@ -956,3 +956,51 @@ def test_the_new_levers_are_named_only_where_their_cause_is_measured():
     assert not [c for c in causes(row(**step, compile_optimizer_s=2.0)) if c.lever], "compiled already"
     small = dict(step, compiled_optimizer_ms_per_step=0.5)
     assert not [c for c in causes(row(**small)) if c.lever], "too small a share"
+
+
+def test_an_expanded_attention_mask_is_counted_in_the_graph_and_names_its_lever():
+    """Counted on a real dynamo graph: an SDPA call passed a mask broadcast along its last dimension
+    (stride 0, as transformers 5.17 builds one while dynamo traces) and one passed a materialized mask.
+    The cause (planted figures: the GPU profile cannot run here) names `workload.attention_mask=true`
+    for the first and the math path's reduced precision once a mask is passed."""
+    import torch
+    import torch.nn.functional as F
+
+    from orchestrator.analysis.causes import causes
+    from orchestrator.job.graphs import expanded_masks
+    from orchestrator.job.result import COL
+
+    counted: list[int] = []
+
+    def count(gm: torch.fx.GraphModule, example_inputs: list) -> object:
+        counted.append(expanded_masks(gm))
+        return gm.forward
+
+    def attend(q: torch.Tensor, expand: bool) -> torch.Tensor:
+        keep = torch.ones(q.shape[0], 1, q.shape[2], 1, dtype=torch.bool)  # strides as transformers' mask
+        mask = keep.expand(-1, 1, -1, q.shape[2]) if expand else keep.repeat(1, 1, 1, q.shape[2])
+        return F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+
+    q = torch.randn(2, 2, 8, 4)
+    for expand in (True, False):
+        torch._dynamo.reset()
+        torch.compile(attend, backend=count)(q, expand)
+    torch._dynamo.reset()
+    assert counted == [1, 0]
+
+    def row(**figures: object) -> pd.Series:
+        return pd.Series({getattr(COL, k): v for k, v in figures.items()})
+
+    as_matmuls = dict(
+        mode="default", env_cuda="13.0", compiled_ms=12.0, num_sdp_reduced_math=False,
+        eager_time_split={"matmul": 2.8, "attention": 0.45}, compiled_time_split={"matmul": 7.6},
+        eager_attention_backend="cudnn", compiled_attention_backend="none fused",
+    )  # fmt: skip
+    expanded = dict(as_matmuls, graph_expanded_masks=12)
+    (cause,) = [c for c in causes(row(**expanded, attention_mask=False)) if c.lever]
+    assert cause.lever == "workload.attention_mask=true"
+    assert "12 attention call(s) an expanded mask" in cause.text
+    passed = [c.lever for c in causes(row(**expanded, attention_mask=True)) if c.lever]
+    assert passed == ["bench.sdp_reduced_math=true"], "a mask passed already: the math path's precision next"
+    unknown = [c.lever for c in causes(row(**as_matmuls)) if c.lever]
+    assert unknown == ["bench.sdp_reduced_math=true"], "an older result, masks not counted: not named"

@@ -167,13 +167,17 @@ def _generation_causes(row: pd.Series) -> list[Cause]:
 
 def _kind_lever(row: pd.Series, kind: str, attention_as_matmuls: bool) -> str | None:
     """The setting that speeds a kind of kernel up where the job ran without it (a GPU's numerics).
-    Matmuls that replace eager's fused attention kernel are the math attention path's: its reduced
-    precision first. A slower fused attention kernel has none: the math path's precision does not
-    move it (Llama on an H100: 2.05 ms, 2.09 with it), and on a GPU the math path runs no attention
-    kernel of its own (it is matmuls and a softmax, the first case)."""
+    Matmuls that replace eager's fused attention kernel are the math attention path's: where the
+    graph's masks are expanded (no fused kernel takes one), an attention mask of the model's own;
+    else the math path's reduced precision. A slower fused attention kernel has none: the math path's
+    precision does not move it (Llama on an H100: 2.05 ms, 2.09 with it), and on a GPU the math path
+    runs no attention kernel of its own (it is matmuls and a softmax, the first case)."""
     if not ran_on_cuda(row):
         return None
-    if kind == "matmul" and attention_as_matmuls and is_false(row.get(COL.num_sdp_reduced_math)):
+    as_math = kind == "matmul" and attention_as_matmuls
+    if as_math and _expanded_masks(row) and is_false(row.get(COL.attention_mask)):
+        return "workload.attention_mask=true"  # a materialized mask: the fused kernel takes it
+    if as_math and is_false(row.get(COL.num_sdp_reduced_math)):
         return "bench.sdp_reduced_math=true"
     fp32 = number(row.get(COL.graph_fp32_matmuls))  # None: an older result, not counted
     if kind == "matmul" and row.get(COL.num_matmul_precision) == "highest" and fp32 != 0:
@@ -193,6 +197,11 @@ def kind_split(row: pd.Series, side: str) -> dict:
     elementwise; {} where the profile measured none."""
     split = row.get(getattr(COL, f"{side}_time_split"))
     return _pointwise(split) if isinstance(split, dict) else {}
+
+
+def _expanded_masks(row: pd.Series) -> int:
+    """SDPA calls of the compiled graph passed an expanded mask (job/graphs.py); 0: none, or not counted."""
+    return int(number(row.get(COL.graph_expanded_masks)) or 0)
 
 
 def _masks_text(row: pd.Series) -> str:
@@ -240,6 +249,11 @@ def _split_causes(row: pd.Series) -> list[Cause]:
             text += (
                 f", and no fused attention kernel ran compiled ({eagers} took {eager['attention']:.3g} ms)"
             )
+            if expanded := _expanded_masks(row):
+                text += (
+                    f": the compiled graph passes {expanded} attention call(s) an expanded mask (stride 0 "
+                    "along its last dimension), which no fused GPU kernel takes"
+                )
         lever = _kind_lever(row, kind, as_matmuls) if slower else None
         out.append(Cause(f"{kind}_{'slower' if slower else 'faster'}", c - e, abs(c - e), text, lever))
     return out

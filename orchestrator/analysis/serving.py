@@ -63,8 +63,8 @@ def limits_line(row: pd.Series) -> str | None:
         limit = "bandwidth" if what == "decode" else "FLOP/s"
         if ours[0] is None:
             why = basis if isinstance(basis, str) else "no peak known"
-            how = "bench.measure_peaks=true measures this node's"
-            out.append(f"{what}: no {limit} peak to hold it against ({why}; {how})")
+            how = "" if "measure_peaks" in why else "; bench.measure_peaks=true measures this node's"
+            out.append(f"{what}: no {limit} peak to hold it against ({why}{how})")
             continue
         measured = isinstance(basis, str) and basis.startswith("measured")
         against = f"measured {limit}" if measured else f"the datasheet's {limit}"

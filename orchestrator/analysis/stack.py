@@ -25,13 +25,14 @@ from orchestrator.job.result import COL
 
 SEPARATOR = " + "  # between the levers of a stack, in a follow-up's `lever`
 # Levers that do nothing on a CPU: CUDA graphs, TF32, the math attention kernel's reduced precision,
-# and autotuning's GPU kernels.
+# autotuning's GPU kernels, and a materialized mask (the CPU's fused attention takes an expanded one).
 CUDA_ONLY = (
     "compile.mode=reduce-overhead",
     "compile.mode=max-autotune",
     "compile.mode=max-autotune-no-cudagraphs",
     "bench.matmul_precision=high",
     "bench.sdp_reduced_math=true",
+    "workload.attention_mask=true",
 )
 
 
@@ -77,6 +78,7 @@ def _measured_already(rows: pd.DataFrame, lever: str) -> bool:
         "bench.matmul_precision": COL.num_matmul_precision,
         "bench.sdp_reduced_math": COL.num_sdp_reduced_math,
         "generate.cache": COL.kv_cache,
+        "workload.attention_mask": COL.attention_mask,
     }.get(key)
     if column is None or column not in rows:
         return False

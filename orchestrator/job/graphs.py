@@ -76,6 +76,21 @@ _MATMULS = {"mm", "addmm", "bmm", "baddbmm"}
 _MASKS = ("attn_mask", "attn_bias")  # the fused attention ops' mask argument, by backend
 
 
+def expanded_masks(gm: torch.fx.GraphModule) -> int:
+    """SDPA calls in a dynamo graph whose mask is expanded: stride 0 along its last dimension, which
+    no fused GPU kernel takes (PyTorch's sdp_utils), so they run the math path. Read from the
+    nodes' fake tensors, before any kernel is chosen."""
+    count = 0
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or "scaled_dot_product_attention" not in str(node.target):
+            continue
+        mask = node.kwargs.get("attn_mask", node.args[3] if len(node.args) > 3 else None)
+        value = mask.meta.get("example_value") if isinstance(mask, torch.fx.Node) else None
+        if isinstance(value, torch.Tensor) and value.dim() and value.shape[-1] > 1 and value.stride(-1) == 0:
+            count += 1
+    return count
+
+
 class _CountOps(TorchDispatchMode):
     """Counts ATen operator calls (the unit of the compiled fraction), and of them the matmuls and
     those in float32 (autocast has cast its matmuls before they reach this mode), and the fused
@@ -114,9 +129,11 @@ def explain(ctx: JobContext) -> Explain:
     model = ctx.wl.model
     recorder = ExplainWithBackend("eager")
     in_graphs = _CountOps()
-    counting = False
+    counting, expanded = False, 0
 
     def backend(gm: torch.fx.GraphModule, example_inputs: list) -> object:
+        nonlocal expanded
+        expanded += expanded_masks(gm)
         graph = recorder(gm, example_inputs)
 
         def run(*args: object) -> object:
@@ -163,6 +180,7 @@ def explain(ctx: JobContext) -> Explain:
         graph_fp32_matmuls=in_graphs.fp32_matmuls,
         graph_attention=in_graphs.attention,
         graph_masked_attention=in_graphs.masked_attention,
+        graph_expanded_masks=expanded,
         forward_attention=everything.attention,
         forward_masked_attention=everything.masked_attention,
     )

@@ -78,6 +78,9 @@ class Identity:
     new_tokens: int | None = setting("generate.new_tokens", "model", header="new")
     kv_cache: str | None = setting("generate.cache", "compile", header="kv cache")
     compiles: str | None = setting("generate.compiled", "compile")
+    attention_mask: bool | None = setting("workload.attention_mask", "compile")
+    """`hf` text models: an attention mask of ones was passed (a follow-up's lever where the graph's own
+    mask keeps attention off its fused kernels)."""
     world_size: int = figure(dashboard=True, default=1)
     follow_up_of: str | None = figure(dashboard=True)
     """A follow-up job: the job whose verdict named the lever it measures (kept out of the suite,
@@ -147,6 +150,10 @@ class Explain:
     """Fused attention calls (a backend's `_scaled_dot_product_*` op) in the captured graphs, one forward."""
     graph_masked_attention: int | None = None
     """Of those, the ones passed a mask or bias tensor (a causal call without one passes none)."""
+    graph_expanded_masks: int | None = None
+    """SDPA calls in dynamo's graphs passed an expanded mask (stride 0 along its last dimension, as
+    transformers builds a mask while dynamo traces): no fused GPU kernel takes one, so the math path
+    runs them as matmuls and a softmax (PyTorch's sdp_utils)."""
     forward_attention: int | None = None
     """Fused attention calls in one eager forward (the compiled fraction's eager count)."""
     forward_masked_attention: int | None = None

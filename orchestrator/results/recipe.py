@@ -80,6 +80,11 @@ def recipe_lines(config: dict[str, Any]) -> list[str]:
         lines.append(
             "torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True)  # reduced-precision SDPA math"
         )
+    if cfg.workload.attention_mask:
+        lines.append(
+            "# pass the model an attention_mask (the tokenizer's; ones where nothing is padded): without one,"
+            " the mask transformers builds under compile keeps attention off its fused kernels"
+        )
     if compiling.mode == "eager":
         return [*lines, "# eager: no torch.compile"]
     if compiling.scope != "model":

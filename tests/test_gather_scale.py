@@ -56,3 +56,37 @@ def test_gather_a_thousand_real_schema_results(tmp_path):
     csv = write_table(sweep_dir, df)
     assert csv.read_text().count("\n") == 1001
     assert (sweep_dir / "results.jsonl").read_text().count("\n") == 1000
+
+
+def test_gather_verdict_and_dashboard_open_each_result_once(tmp_path, monkeypatch):
+    """`gather DIR` on a finished sweep: the table, the verdict and the dashboard are written from one
+    read of each job's result.json (every open of one is counted, through pathlib and open alike)."""
+    import builtins
+    import collections
+    import json
+    import pathlib
+
+    from orchestrator.__main__ import main
+
+    sweep_dir = tmp_path / "s"
+    ids = make_results(200, sweep_dir)
+    ledger = {"launcher": "local", "jobs": {i: {"job_id": str(100 + n)} for n, i in enumerate(ids)}}
+    (sweep_dir / "submitted.json").write_text(json.dumps(ledger))  # as the local launcher leaves it
+    opened: collections.Counter[str] = collections.Counter()
+    path_open, plain_open = pathlib.Path.open, builtins.open
+
+    def counted_path_open(self: pathlib.Path, *args: object, **kwargs: object) -> object:
+        if self.name == "result.json":
+            opened[self.parent.name] += 1
+        return path_open(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    def counted_open(file: object, *args: object, **kwargs: object) -> object:
+        if str(file).endswith("result.json"):
+            opened[pathlib.Path(str(file)).parent.name] += 1
+        return plain_open(file, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(pathlib.Path, "open", counted_path_open)
+    monkeypatch.setattr(builtins, "open", counted_open)
+    main(["gather", str(sweep_dir)])
+    assert (sweep_dir / "verdict.json").exists() and (sweep_dir / "dashboard.html").exists()
+    assert set(opened) == set(ids) and set(opened.values()) == {1}, opened.most_common(3)

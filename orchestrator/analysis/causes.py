@@ -107,7 +107,8 @@ def causes(row: pd.Series) -> list[Cause]:
     found += _optimizer_cause(row, compiled_ms)
     kernels = number(row.get(COL.eager_kernels_per_step)), number(row.get(COL.compiled_kernels_per_step))
     if kernels[0] and kernels[1] and kernels[0] / kernels[1] >= FEWER_KERNELS:
-        unit = str(row.get(COL.profile_unit) or "kernels").split(" (")[0]
+        said = row.get(COL.profile_unit)  # absent, None or NaN in a table where not recorded
+        unit = said.split(" (")[0] if isinstance(said, str) and said else "kernels"
         text = f"fusion: {kernels[1]:.0f} {unit} a step compiled against {kernels[0]:.0f} eager"
         found.append(Cause("fusion", kernels[0] / kernels[1], None, text, None))
     found += _split_causes(row)

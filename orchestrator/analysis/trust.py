@@ -16,7 +16,7 @@ from __future__ import annotations
 import pandas as pd
 
 from orchestrator.config.schema import VerdictConfig
-from orchestrator.core.numbers import is_false, number
+from orchestrator.core.numbers import is_false, number, text
 from orchestrator.job.result import COL
 from orchestrator.results.present import ci_text
 
@@ -43,7 +43,7 @@ def distrust(
             out.append(("control", f"the eager-against-eager control reads {reads}, beyond 1 +/- {tol:.0%}"))
     busy = [r for _, r in part.iterrows() if is_false(r.get(COL.iso_ok))]
     if busy:
-        note = busy[0].get(COL.iso_note) or "not alone"
+        note = text(busy[0].get(COL.iso_note), "not alone")
         out.append(("isolation", f"{len(busy)} of {len(part)} job(s) not alone when timed ({note})"))
     speedup, low, high = judged or (
         number(row.get(k)) for k in (COL.speedup, COL.speedup_ci_low, COL.speedup_ci_high)

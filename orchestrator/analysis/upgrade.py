@@ -23,7 +23,7 @@ from orchestrator.analysis.follow_up import main_rows
 from orchestrator.config.plan import job_id_of
 from orchestrator.config.schema import CompareConfig
 from orchestrator.core.files import write_json_atomic
-from orchestrator.core.numbers import number
+from orchestrator.core.numbers import number, text
 from orchestrator.core.stats import change_ci
 from orchestrator.core.stats import verdict as change_verdict
 from orchestrator.job.result import COL
@@ -112,7 +112,7 @@ def pairs(df: pd.DataFrame, base_env: str, cand_env: str, th: CompareConfig) -> 
                 status=[b.get(COL.status), c.get(COL.status)],
                 parity_ok=[b.get(COL.parity_ok), c.get(COL.parity_ok)],
                 breaks=passed(b) and not passed(c),
-                error=None if passed(c) else str(c.get(COL.error) or "parity failed")[:300],
+                error=None if passed(c) else text(c.get(COL.error), "parity failed")[:300],
                 figures={
                     col: _figure(b, c, col, getattr(th, lim), hb, timings) for col, _, lim, hb in FIGURES
                 },

@@ -34,7 +34,7 @@ from orchestrator.analysis.trust import distrust, remedy
 from orchestrator.config.schema import VerdictConfig
 from orchestrator.core.failures import failure_message
 from orchestrator.core.files import write_json_atomic
-from orchestrator.core.numbers import is_false, number, payback_steps, saved_per_step_s
+from orchestrator.core.numbers import is_false, number, payback_steps, saved_per_step_s, text
 from orchestrator.core.stats import geomean_ci
 from orchestrator.job.result import COL
 from orchestrator.results.present import (
@@ -118,7 +118,7 @@ def parity_margin(row: pd.Series) -> tuple[float | None, float | None, str]:
     return (
         number(row.get(COL.parity_err)),
         number(row.get(COL.parity_limit)),
-        str(row.get(COL.parity_rule) or "limit"),
+        text(row.get(COL.parity_rule), "limit"),
     )
 
 
@@ -411,8 +411,15 @@ def wrapped(line: str) -> list[str]:
     ) or [line]
 
 
-def write_verdict(sweep_dir: Path, df: pd.DataFrame, plan: dict[str, Any], vc: VerdictConfig) -> Verdict:
-    verdict = compute(df, plan, vc)
+def write_verdict(
+    sweep_dir: Path,
+    df: pd.DataFrame,
+    plan: dict[str, Any],
+    vc: VerdictConfig,
+    computed: Verdict | None = None,
+) -> Verdict:
+    """verdict.json: `computed` where the caller holds it for these results already, else computed."""
+    verdict = computed if computed is not None else compute(df, plan, vc)
     write_json_atomic(sweep_dir / VERDICT_FILE, verdict.to_dict())
     return verdict
 

@@ -19,12 +19,13 @@ from orchestrator.config.compose import compose_config
 from orchestrator.config.schema import Config
 from orchestrator.config.spec import JobSpec, to_job_config
 from orchestrator.core.failures import ConfigError, failure_lines, failure_message, from_scheduler_state
-from orchestrator.core.files import RESULT_FILE, read_plan, read_result, write_json_atomic
+from orchestrator.core.files import RESULT_FILE, has_result, read_plan, read_result, write_json_atomic
 from orchestrator.job.result import COL
 from orchestrator.launch.diagnosis import failure_result
 from orchestrator.launch.launchers import launcher_class
 from orchestrator.launch.ledger import read_ledger
 from orchestrator.report.dashboard import write_dashboard
+from orchestrator.results.table import Sweep
 from orchestrator.results.table import gather as gather_table
 from orchestrator.results.text import plain_table
 
@@ -84,7 +85,7 @@ def gather(args: list[str]) -> int:
     plan = read_plan(sweep_dir)
     for job_id, info in submitted["jobs"].items():
         job_dir = sweep_dir / "jobs" / job_id
-        if read_result(job_dir) is not None:
+        if has_result(job_dir):
             continue
         state = launcher.scheduler_state(sweep_dir, info["job_id"])
         status_ = from_scheduler_state(state)
@@ -102,7 +103,7 @@ def gather(args: list[str]) -> int:
         )
         error = f"{launcher.name} state {state}"
         write_json_atomic(job_dir / RESULT_FILE, failure_result(spec, None, status_, error))
-    return finish(sweep_dir, base, make_console(), plan)
+    return finish(Sweep(sweep_dir, plan), base, make_console())
 
 
 def cancel(args: list[str]) -> int:
@@ -112,7 +113,7 @@ def cancel(args: list[str]) -> int:
     launcher = launcher_class(submitted["launcher"])
     n = 0
     for job_id, info in submitted["jobs"].items():
-        if read_result(sweep_dir / "jobs" / job_id) is None:
+        if not has_result(sweep_dir / "jobs" / job_id):
             n += launcher.cancel(sweep_dir, info)
     print(f"cancelled {n} job(s) of {sweep_dir}")
     return 0

@@ -16,6 +16,7 @@ from typing import TextIO
 from omegaconf import OmegaConf
 from rich.console import Console
 
+from orchestrator.analysis.answers import Verdict
 from orchestrator.analysis.follow_up import follow_up_specs
 from orchestrator.analysis.upgrade import print_upgrade, write_upgrade
 from orchestrator.analysis.verdict import compute as compute_verdict
@@ -26,7 +27,7 @@ from orchestrator.config.schema import Config
 from orchestrator.config.spec import JobSpec
 from orchestrator.core.env_scope import scoped_environ
 from orchestrator.core.failures import ConfigError
-from orchestrator.core.files import PLAN_FILE, read_result, write_json_atomic
+from orchestrator.core.files import PLAN_FILE, write_json_atomic
 from orchestrator.job import fork_server
 from orchestrator.job.result import COL
 from orchestrator.job.supervisor import PYTHON
@@ -37,7 +38,7 @@ from orchestrator.launch.launchers import launcher_class
 from orchestrator.launch.ledger import read_ledger
 from orchestrator.launch.runner import Runner
 from orchestrator.report.dashboard import write_dashboard
-from orchestrator.results.table import gather, write_table
+from orchestrator.results.table import Sweep, write_table
 from orchestrator.results.text import print_table
 from orchestrator.results.time_spent import time_line
 
@@ -69,9 +70,10 @@ def take_lock(sweep_dir: Path) -> TextIO:
 
 def print_plan(plan: Plan, console: Console) -> None:
     console.print(f"sweep [bold]{plan.name}[/bold]: {len(plan.jobs)} job(s) in {plan.sweep_dir}")
+    sweep = Sweep(plan.sweep_dir, {})
     for job in plan.jobs:
-        done = read_result(job.job_dir)
-        state = f" (finished: {done[COL.status]})" if done else ""
+        done = sweep.result(job.job_id)
+        state = f" (finished: {done.outcome.status})" if done else ""
         console.print(f"  {job.job_id}  {job.label}{state}")
     if plan.base.verdict.follow_up and plan.base.verdict.max_follow_ups:
         console.print(
@@ -125,15 +127,16 @@ def run_sweep(overrides: list[str], multirun: bool = False, dry_run: bool = Fals
         return _run(plan, console, started)
 
 
-def to_run(specs: list[JobSpec], rerun_failed: bool) -> list[JobSpec]:
+def to_run(specs: list[JobSpec], rerun_failed: bool, sweep: Sweep) -> list[JobSpec]:
     """Each job's folder and config.yaml written; the jobs without a result (or, with
     `sweep.rerun_failed`, without an ok one) returned, to run."""
     todo = []
     for spec in specs:
         spec.job_dir.mkdir(parents=True, exist_ok=True)
         (spec.job_dir / "config.yaml").write_text(OmegaConf.to_yaml(spec.config))
-        done = read_result(spec.job_dir)
-        if done is None or (rerun_failed and done[COL.status] != "ok"):
+        done = sweep.result(spec.job_id)
+        if done is None or (rerun_failed and done.outcome.status != "ok"):
+            sweep.forget(spec.job_id)  # to be run again: its result comes from the runner
             todo.append(spec)
     return todo
 
@@ -169,7 +172,8 @@ def _run(plan: Plan, console: Console, started: float) -> int:
         )
     jobs = {j.job_id: {"label": j.label, "axes": j.axes} for j in plan.jobs}
     write_json_atomic(plan.sweep_dir / PLAN_FILE, {"name": plan.name, "jobs": jobs})
-    todo = to_run(plan.jobs, base.sweep.rerun_failed)
+    sweep = Sweep(plan.sweep_dir, jobs)
+    todo = to_run(plan.jobs, base.sweep.rerun_failed, sweep)
     skipped = len(plan.jobs) - len(todo)
     console.print(
         f"sweep [bold]{plan.name}[/bold]: {len(plan.jobs)} job(s), {skipped} already finished (skipped), "
@@ -182,59 +186,72 @@ def _run(plan: Plan, console: Console, started: float) -> int:
         if base.verdict.follow_up:  # they need the verdict, which needs the results
             console.print(f"follow-ups are not run by a detached submit: after its jobs, {ATTACHED}")
         return 0
+    verdict = None
     with forks_for_the_jobs(base, todo):
-        runner.run(todo)
+        run(runner, todo, sweep)
         if base.verdict.follow_up and base.verdict.max_follow_ups:
-            jobs |= run_follow_ups(plan, jobs, runner, console)
+            verdict = run_follow_ups(plan, sweep, runner, console)
     if not console.is_terminal:
         console.line()  # rich's Live ends its last status line without a newline off a terminal
-    return finish(plan.sweep_dir, base, console, jobs, set(jobs), started)
+    return finish(sweep, base, console, set(sweep.plan), started, verdict)
 
 
-def run_follow_ups(plan: Plan, jobs: dict[str, dict], runner: Runner, console: Console) -> dict[str, dict]:
+def run(runner: Runner, todo: list[JobSpec], sweep: Sweep) -> None:
+    """Run the jobs; each one's result, read by the runner as it ended, handed to the sweep."""
+    runner.run(todo)
+    for spec in todo:
+        if spec.job_id in runner.results:
+            sweep.add(spec.job_id, runner.results[spec.job_id])
+
+
+def run_follow_ups(plan: Plan, sweep: Sweep, runner: Runner, console: Console) -> Verdict | None:
     """The follow-up steps the sweep's verdict asks for (analysis/follow_up.py), run round by round
-    (each model's next step needs its last one's result); their plan entries."""
+    (each model's next step needs its last one's result), their plan entries added to `sweep.plan`.
+    Returns the verdict of the last round where it planned nothing: that of the finished sweep (None
+    where the last round ran jobs)."""
     vc = plan.base.verdict
+    jobs = dict(sweep.plan)
     added: dict[str, dict] = {}
     for step in range(1, vc.max_follow_ups + 1):
         wanted = {**jobs, **added}
-        df = gather(plan.sweep_dir, wanted)
-        df = df[df[COL.job_id].isin(set(wanted))] if not df.empty else df
+        df = sweep.frame(set(wanted))
         if df.empty:
-            break
-        specs = follow_up_specs(compute_verdict(df, wanted, vc), df, str(plan.sweep_dir), vc.max_follow_ups)
+            return None
+        verdict = compute_verdict(df, wanted, vc)
+        specs = follow_up_specs(verdict, df, str(plan.sweep_dir), vc.max_follow_ups)
         specs = [s for s in specs if s.job_id not in added]
         if not specs:
-            break
+            return verdict
         added |= {
             s.job_id: {"label": s.label, "axes": s.axes, "follow_up_of": s.follow_up_of, "lever": s.lever}
             for s in specs
         }
-        write_json_atomic(plan.sweep_dir / PLAN_FILE, {"name": plan.name, "jobs": {**jobs, **added}})
-        todo = to_run(specs, plan.base.sweep.rerun_failed)
+        sweep.plan.update(added)
+        write_json_atomic(plan.sweep_dir / PLAN_FILE, {"name": plan.name, "jobs": sweep.plan})
+        todo = to_run(specs, plan.base.sweep.rerun_failed, sweep)
         if not console.is_terminal:
             console.line()  # the runner's last status line ends without a newline off a terminal
         levers = "; ".join(f"{s.lever} for {s.follow_up_of}" for s in specs)
         done = len(specs) - len(todo)
         console.print(f"follow-up step {step}: {len(specs)} job(s), {done} already finished: {levers}")
-        runner.run(todo)
-    return added
+        run(runner, todo, sweep)
+    return None
 
 
 def finish(
-    sweep_dir: Path,
+    sweep: Sweep,
     base: Config,
     console: Console,
-    plan: dict[str, dict],
     wanted: set[str] | None = None,
     started: float | None = None,
+    verdict: Verdict | None = None,
 ) -> int:
-    """Gather, print, write the table and the dashboard; exit code 1 if any job failed. `plan`: the
-    sweep's jobs by id, as plan.json holds them (the table and the dashboard label the axes from it);
-    `started`: when this sweep was planned (its time spent is printed for the jobs it ran)."""
-    df = gather(sweep_dir, plan)
-    if wanted is not None and not df.empty:
-        df = df[df[COL.job_id].isin(wanted)]
+    """Print and write the table, the verdict and the dashboard from the sweep as read once; exit code
+    1 if any job failed. `wanted`: the jobs of this sweep's plan (others in the folder left out);
+    `started`: when this sweep was planned (its time spent is printed for the jobs it ran);
+    `verdict`: the one the follow-ups computed over these same results, else computed here."""
+    sweep_dir, plan = sweep.dir, sweep.plan
+    df = sweep.frame(wanted)
     if df.empty:
         console.print("no results")
         return 1
@@ -243,7 +260,7 @@ def finish(
     console.print(f"results: {csv}")
     if started is not None and (spent := time_line(df, time.time() - started, started)):
         console.print(spent, markup=False, highlight=False)
-    verdict = write_verdict(sweep_dir, df, plan, base.verdict)
+    verdict = write_verdict(sweep_dir, df, plan, base.verdict, verdict)
     print_verdict(verdict, console)
     upgrade = write_upgrade(sweep_dir, df, plan, base.compare)  # a sweep over env.python; else None
     print_upgrade(upgrade, console)

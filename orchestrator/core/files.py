@@ -106,6 +106,11 @@ def read_result(job_dir: Path) -> dict | None:
     return read_json(job_dir / RESULT_FILE)
 
 
+def has_result(job_dir: Path) -> bool:
+    """Whether the job has a result file (written atomically: whole, or not there), without reading it."""
+    return (job_dir / RESULT_FILE).exists()
+
+
 def read_plan(sweep_dir: Path) -> dict[str, dict]:
     """The sweep's planned jobs (`plan.json`: id -> label and axes), in plan order; {} if absent."""
     plan = read_json(sweep_dir / PLAN_FILE)

@@ -20,6 +20,11 @@ def present(value: Any) -> bool:
         return True
 
 
+def text(value: Any, default: str) -> str:
+    """A text field's value, or `default` where it is absent (None, or NaN in a table's column)."""
+    return value if isinstance(value, str) and value else default
+
+
 def number(value: Any) -> float | None:
     """A measured figure as a float, whatever its type (int, float, numpy's after a table round trip);
     None when it is absent, NaN, a bool or not a number."""

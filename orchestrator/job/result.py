@@ -16,6 +16,7 @@ one file, as the config's schema does.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -672,8 +673,9 @@ SECTION_TYPES: dict[str, type] = {
 INLINE_TYPES = {("compile", "metrics"): CompileMetrics}
 
 
-def _fields(cls: type, section: str, prefix: str = "", side: str = "") -> list[ResultField]:
-    out = []
+@functools.cache  # read per section of every result a sweep gathers: the types do not change
+def _fields(cls: type, section: str, prefix: str = "", side: str = "") -> tuple[ResultField, ...]:
+    out: list[ResultField] = []
     for f in dataclasses.fields(cls):
         if f.metadata.get("side"):
             out += _fields(f.default_factory, section, f"{prefix}{f.name}_", f.name)  # type: ignore[arg-type]
@@ -687,7 +689,7 @@ def _fields(cls: type, section: str, prefix: str = "", side: str = "") -> list[R
             key = f"{prefix}{f.name}"
             where = (m.get("source"), m.get("role"), m.get("group"), m.get("axis"))
             out.append(ResultField(key, section, head, dash, *where))
-    return out
+    return tuple(out)
 
 
 def result_fields() -> list[ResultField]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import submitit
 
 from orchestrator.config.spec import JobSpec
-from orchestrator.core.files import read_result, write_json_atomic
+from orchestrator.core.files import has_result, write_json_atomic
 
 SUBMITTED_FILE = "submitted.json"
 STOP_GRACE_S = 5.0
@@ -109,7 +109,7 @@ def stop_orphans(sweep_dir: Path) -> int:
     data = read_ledger(sweep_dir)
     stopped = 0
     for job_id, info in data["jobs"].items():
-        if read_result(sweep_dir / "jobs" / job_id) is not None or "start_time" not in info:
+        if has_result(sweep_dir / "jobs" / job_id) or "start_time" not in info:
             continue
         stopped += stop_process_tree(int(info["job_id"]), info.get("start_time"))
     return stopped

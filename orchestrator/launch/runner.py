@@ -47,6 +47,8 @@ class Runner:
         self.executor = self.launcher.executor()
         self.attempts_made: dict[str, int] = {}
         self.counts = {"done": 0, "failed": 0}
+        self.results: dict[str, dict] = {}
+        """Each finished job's result as read when it ended, by job id: handed on, not read again."""
         self.started = time.time()
 
     # --- submission ---------------------------------------------------------------------------
@@ -141,6 +143,7 @@ class Runner:
             result = self._write_failure(attempt, *diagnose(attempt, self.launcher.state(attempt)))
         ok = result[COL.status] == "ok"
         self.counts["done" if ok else "failed"] += 1
+        self.results[spec.job_id] = result
         mark = "[green]ok[/green]" if ok else f"[red]{result[COL.status]}[/red]"
         figure = f" speedup {result[COL.speedup]:.3f}" if ok and result.get(COL.speedup) else ""
         if ok:
@@ -152,6 +155,7 @@ class Runner:
         retry = self.base.retry
         if not ok and result[COL.status] in retry.on and self.attempts_made[spec.job_id] <= retry.max_retries:
             self.counts["failed"] -= 1
+            del self.results[spec.job_id]
             (spec.job_dir / RESULT_FILE).unlink(missing_ok=True)
             self.console.print(
                 f"[yellow]retrying {spec.job_id} ({self.attempts_made[spec.job_id]}/"

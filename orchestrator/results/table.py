@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import pandas as pd
 
 from orchestrator.core.files import json_safe, read_result
 from orchestrator.core.numbers import present
-from orchestrator.job.result import COL
+from orchestrator.job.result import COL, JobResult
 from orchestrator.results.recipe import reproduce_command
 
 # Columns the table adds to the results' own fields.
@@ -32,20 +33,57 @@ def _number(value: Any) -> Any:
     return NON_FINITE.get(value, value) if isinstance(value, str) else value
 
 
+@dataclass
+class Sweep:
+    """A sweep directory as one command reads it: its plan and each job's result, typed, every
+    result.json read once (a job this command ran hands its result over as it ends: `add`). The
+    table (`frame`) is what the verdict, the suite, compare, the upgrade A/B, the dashboard and wandb
+    read."""
+
+    dir: Path
+    plan: dict[str, dict[str, Any]]
+    """The sweep's jobs by id, as plan.json holds them (label, axes; a follow-up's lever)."""
+    results: dict[str, JobResult] = field(default_factory=dict)
+    """Each job's result read so far, by job id."""
+
+    def add(self, job_id: str, row: dict[str, Any]) -> None:
+        """A result this command already holds (the runner read it as its job ended)."""
+        self.results[job_id] = JobResult.from_dict(row)
+
+    def forget(self, job_id: str) -> None:
+        """A result removed from disk (a job to retry)."""
+        self.results.pop(job_id, None)
+
+    def result(self, job_id: str) -> JobResult | None:
+        """The job's result: held, else read from its folder (once); None where it has none."""
+        if job_id not in self.results:
+            row = read_result(self.dir / "jobs" / job_id)
+            if row is None:
+                return None
+            self.results[job_id] = JobResult.from_dict(row)
+        return self.results[job_id]
+
+    def frame(self, wanted: set[str] | None = None) -> pd.DataFrame:
+        """One row a job with a result (of `wanted` only, where given), in plan order, then by id."""
+        rank = {job_id: i for i, job_id in enumerate(self.plan)}
+        ids = sorted(
+            (d.name for d in (self.dir / "jobs").glob("*")), key=lambda i: (rank.get(i, len(rank)), i)
+        )
+        rows = []
+        for job_id in ids:
+            if wanted is not None and job_id not in wanted:
+                continue
+            result = self.result(job_id)
+            if result is not None:
+                rows.append({k: _number(v) for k, v in result.to_dict().items()})
+        df = pd.DataFrame(rows)
+        return add_scaling(df) if not df.empty else df
+
+
 def gather(sweep_dir: Path, plan: dict[str, Any]) -> pd.DataFrame:
     """All job results of a sweep directory as one table, in the order of the sweep's `plan` (its
     jobs by id, as `read_plan` gives them) where known."""
-    rank = {job_id: i for i, job_id in enumerate(plan)}
-    job_dirs = sorted((sweep_dir / "jobs").glob("*"), key=lambda d: (rank.get(d.name, len(rank)), d.name))
-    rows = []
-    for job_dir in job_dirs:
-        result = read_result(job_dir)
-        if result is not None:
-            rows.append({k: _number(v) for k, v in result.items()})
-    df = pd.DataFrame(rows)
-    if not df.empty:
-        df = add_scaling(df)
-    return df
+    return Sweep(sweep_dir, plan).frame()
 
 
 def scalar_columns(df: pd.DataFrame) -> list[str]:

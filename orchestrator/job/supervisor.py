@@ -30,6 +30,7 @@ from orchestrator.core.failures import write_rank_error
 from orchestrator.core.files import RESULT_FILE, remove_private_caches, write_json_atomic
 from orchestrator.job import fork_server
 from orchestrator.job.fork_server import Forked, die_with_parent
+from orchestrator.job.result import JobResult
 from orchestrator.job.skeleton import result_skeleton
 
 # Signals of an outside stop; SIGUSR1/2 are submitit's time-limit and preemption notices.
@@ -110,8 +111,9 @@ def _global_rank() -> int:
         return 0
 
 
-def run_child(spec: JobSpec) -> dict | None:
-    """Start the worker in a child process, wait for it, and return its result (rank 0)."""
+def run_child(spec: JobSpec) -> JobResult | None:
+    """Start the worker in a child process, wait for it, and return its result (rank 0): the child
+    wrote it (`to_dict`), read back typed here (`from_dict`)."""
     rank = _global_rank()
     spec.job_dir.mkdir(parents=True, exist_ok=True)
     request = spec.job_dir / f"request.rank{rank}.json"
@@ -140,8 +142,8 @@ def run_child(spec: JobSpec) -> dict | None:
         stop(child)
         remove_private_caches(spec.job_dir, child.pid)  # a killed child's own clean-up never ran
     request.unlink(missing_ok=True)
-    row = _written_by(result_path, child.pid)  # the result file, read once here
-    wrote = row is not None
+    result = _written_by(result_path, child.pid)  # the result file, read once here
+    wrote = result is not None
     if -returncode in STOP_SIGNALS and not wrote:
         # Stopped from outside (scancel, the orchestrator's stop, Ctrl-C): no result of its own, so
         # that the scheduler's state decides and a resumed sweep runs the job again.
@@ -149,20 +151,21 @@ def run_child(spec: JobSpec) -> dict | None:
         raise RuntimeError(f"worker process {how_it_ended(returncode)}" + (f": {line}" if line else ""))
     if returncode != 0 and not wrote:
         return _write_ended(spec, rank, returncode, last_line())
-    if rank != 0 or row is None:
+    if rank != 0 or result is None:
         return None
-    return _with_teardown(result_path, row, started_at)
+    return _with_teardown(result_path, result, started_at)
 
 
-def _with_teardown(result_path: Path, row: dict, started_at: float) -> dict:
+def _with_teardown(result_path: Path, result: JobResult, started_at: float) -> JobResult:
     """The result with its teardown (result written -> process gone) and the job's whole wall,
     written back: the supervisor is the last to know when the job's process was gone."""
-    if row.get("wall_written_at") is not None:
+    wall = result.wall
+    if wall is not None and wall.wall_written_at is not None:
         ended = time.time()
-        row["wall_teardown_s"] = max(ended - row["wall_written_at"], 0.0)
-        row["job_wall_s"] = ended - started_at
-        write_json_atomic(result_path, row)
-    return row
+        wall.wall_teardown_s = max(ended - wall.wall_written_at, 0.0)
+        wall.job_wall_s = ended - started_at
+        write_json_atomic(result_path, result.to_dict())
+    return result
 
 
 def interpreter(spec: JobSpec) -> tuple[list[str], dict[str, str] | None]:
@@ -202,16 +205,16 @@ def stop(child: subprocess.Popen | Forked) -> None:
         child.wait()
 
 
-def _written_by(path: Path, pid: int) -> dict | None:
+def _written_by(path: Path, pid: int) -> JobResult | None:
     """The result file where it is this child's (its pid inside), not one left by an earlier attempt."""
     try:
         row = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return row if row.get("pid") == pid else None
+    return JobResult.from_dict(row) if row.get("pid") == pid else None
 
 
-def _write_ended(spec: JobSpec, rank: int, returncode: int | None, line: str) -> dict | None:
+def _write_ended(spec: JobSpec, rank: int, returncode: int | None, line: str) -> JobResult | None:
     """The result of a child that ended without writing one (rank 0), or its rank's error: its exit
     code (`returncode`), or with None the time limit it hit (submitit gave up requeueing)."""
     if returncode is None:
@@ -230,14 +233,14 @@ def _write_ended(spec: JobSpec, rank: int, returncode: int | None, line: str) ->
     result = result_skeleton(spec)
     result.outcome.status, result.outcome.error, result.outcome.exit_code = status, error, returncode
     result.outcome.error_log = result.outcome.log_stderr  # what the child printed before it ended
-    row = result.to_dict()
-    write_json_atomic(spec.job_dir / RESULT_FILE, row)
-    return row
+    write_json_atomic(spec.job_dir / RESULT_FILE, result.to_dict())
+    return result
 
 
 class Worker(submitit.helpers.Checkpointable):
     """The submitit callable. Checkpointable: on preemption or time limit submitit requeues it,
     and the job re-measures from scratch (a half-done measurement is not worth resuming)."""
 
-    def __call__(self, spec: JobSpec) -> dict | None:
-        return run_child(spec)
+    def __call__(self, spec: JobSpec) -> None:
+        """The job's record is its result.json (the runner reads it); submitit's pickle holds nothing."""
+        run_child(spec)

@@ -20,7 +20,7 @@ from orchestrator.config.schema import Config
 from orchestrator.config.spec import JobSpec
 from orchestrator.core.failures import failure_lines, failure_message
 from orchestrator.core.files import RESULT_FILE, read_result, remove_private_caches, write_json_atomic
-from orchestrator.job.result import COL
+from orchestrator.job.result import JobResult
 from orchestrator.launch.diagnosis import Attempt, diagnose, failure_result
 from orchestrator.launch.launchers import make_launcher
 from orchestrator.launch.ledger import read_ledger, record_submitted
@@ -47,7 +47,7 @@ class Runner:
         self.executor = self.launcher.executor()
         self.attempts_made: dict[str, int] = {}
         self.counts = {"done": 0, "failed": 0}
-        self.results: dict[str, dict] = {}
+        self.results: dict[str, JobResult] = {}
         """Each finished job's result as read when it ended, by job id: handed on, not read again."""
         self.started = time.time()
 
@@ -137,23 +137,26 @@ class Runner:
         if attempt.failure is not None:  # the launcher ended it (watchdog, a crash around the worker)
             self._write_failure(attempt, *attempt.failure)
         # result.json is the record (the supervisor completes it; a requeued job's return value, which
-        # submitit also pickles, may be an earlier attempt's): read once, here.
-        result = read_result(spec.job_dir)
-        if result is None:
-            result = self._write_failure(attempt, *diagnose(attempt, self.launcher.state(attempt)))
-        ok = result[COL.status] == "ok"
+        # submitit also pickles, may be an earlier attempt's): read once, here, typed.
+        row = read_result(spec.job_dir)
+        if row is None:
+            row = self._write_failure(attempt, *diagnose(attempt, self.launcher.state(attempt)))
+        result = JobResult.from_dict(row)
+        status = result.outcome.status
+        ok = status == "ok"
         self.counts["done" if ok else "failed"] += 1
         self.results[spec.job_id] = result
-        mark = "[green]ok[/green]" if ok else f"[red]{result[COL.status]}[/red]"
-        figure = f" speedup {result[COL.speedup]:.3f}" if ok and result.get(COL.speedup) else ""
+        mark = "[green]ok[/green]" if ok else f"[red]{status}[/red]"
+        speedup = result.speed.speedup if result.speed else None
+        figure = f" speedup {speedup:.3f}" if ok and speedup else ""
         if ok:
             self.console.print(f"{mark} {spec.job_id} {spec.label}{figure}")
         else:  # the message, then where it failed and the file with the whole traceback
-            self.console.print(f"{mark} {spec.job_id} {spec.label}: {failure_message(result)}")
-            for line in failure_lines(result):
+            self.console.print(f"{mark} {spec.job_id} {spec.label}: {failure_message(row)}")
+            for line in failure_lines(row):
                 self.console.print(line, markup=False, highlight=False, soft_wrap=True)
         retry = self.base.retry
-        if not ok and result[COL.status] in retry.on and self.attempts_made[spec.job_id] <= retry.max_retries:
+        if not ok and status in retry.on and self.attempts_made[spec.job_id] <= retry.max_retries:
             self.counts["failed"] -= 1
             del self.results[spec.job_id]
             (spec.job_dir / RESULT_FILE).unlink(missing_ok=True)

@@ -46,9 +46,9 @@ class Sweep:
     results: dict[str, JobResult] = field(default_factory=dict)
     """Each job's result read so far, by job id."""
 
-    def add(self, job_id: str, row: dict[str, Any]) -> None:
+    def add(self, job_id: str, result: JobResult) -> None:
         """A result this command already holds (the runner read it as its job ended)."""
-        self.results[job_id] = JobResult.from_dict(row)
+        self.results[job_id] = result
 
     def forget(self, job_id: str) -> None:
         """A result removed from disk (a job to retry)."""

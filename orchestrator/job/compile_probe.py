@@ -8,6 +8,7 @@ Run through job/fresh.py (kind `probe`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import time
@@ -31,7 +32,7 @@ from orchestrator.job.primer import prime
 from orchestrator.job.result import JobResult, Probe, Probes
 
 
-def first_compile(ctx: JobContext, eager: torch.nn.Module, compiled: torch.nn.Module) -> dict:
+def first_compile(ctx: JobContext, eager: torch.nn.Module, compiled: torch.nn.Module) -> Probe:
     """The first call of `compiled`, which compiles, less an eager call: the probe's figure, in a
     fresh process that has compiled nothing yet (its compile cache decides warm or portable)."""
     ctx.forward_backward(eager, ctx.inputs)  # lazy init, allocator warm
@@ -42,15 +43,15 @@ def first_compile(ctx: JobContext, eager: torch.nn.Module, compiled: torch.nn.Mo
     synchronize(ctx.device)
     first_s = time.perf_counter() - t0
     metrics = summarize(compilation_metrics())
-    return {
-        "compile_s": max(first_s - eager_s, 0.0),
-        "cache_hits": metrics.compile_cache_hits,
-        "frames": metrics.compile_frames,
-        "pid": os.getpid(),
-    }
+    return Probe(
+        s=max(first_s - eager_s, 0.0),
+        cache_hits=metrics.compile_cache_hits,
+        frames=metrics.compile_frames,
+        pid=os.getpid(),
+    )
 
 
-def probe(spec: JobSpec, device: torch.device, cache: Path, artifacts: Path | None) -> dict:
+def probe(spec: JobSpec, device: torch.device, cache: Path, artifacts: Path | None) -> Probe:
     """In this (fresh) process: build the job's model, compile it once, time that first call."""
     from orchestrator.job.parallelize import prepare
 
@@ -65,24 +66,16 @@ def probe(spec: JobSpec, device: torch.device, cache: Path, artifacts: Path | No
             load_s = time.perf_counter() - t0
         compiled = prepare(wl, "none", cfg.compile, device, cfg.bench.dtype)
         out = first_compile(ctx, wl.model, compiled)
-    out["compile_s"] += load_s or 0.0
-    return {**out, "load_s": load_s}
-
-
-def as_probe(got: dict) -> Probe:
-    """A probe's figures, from a probe process's answer or a paired process's folded-in probe."""
-    if "error" in got:
-        return Probe(error=got["error"])
-    return Probe(got["compile_s"], got["load_s"], got["cache_hits"], got["frames"], got["pid"])
+    out.s = (out.s or 0.0) + (load_s or 0.0)
+    out.load_s = load_s
+    return out
 
 
 def run_probe(spec: JobSpec, kind: str, device: torch.device, cache: Path, artifacts: Path | None) -> Probe:
     """Start one probe process and return its figures (or its error)."""
     payload = {"device": str(device), "cache": str(cache), "artifacts": str(artifacts) if artifacts else None}
     got, error = run_fresh(spec, "probe", f"probe-{kind}", payload)
-    if got is None:
-        return Probe(error=error)
-    return as_probe(got)
+    return Probe(**got) if got is not None else Probe(error=error)  # sent as asdict(Probe)
 
 
 def compile_probes(spec: JobSpec, device: torch.device, cache: Path, result: JobResult) -> Probes:
@@ -108,6 +101,6 @@ def compile_probes(spec: JobSpec, device: torch.device, cache: Path, result: Job
 
 
 def answer(spec: JobSpec, req: dict) -> dict:
-    """job/fresh.py's entry for kind `probe`."""
+    """job/fresh.py's entry for kind `probe`: the Probe, as a dict the parent rebuilds (`Probe(**d)`)."""
     artifacts = Path(req["artifacts"]) if req["artifacts"] else None
-    return probe(spec, torch.device(req["device"]), Path(req["cache"]), artifacts)
+    return dataclasses.asdict(probe(spec, torch.device(req["device"]), Path(req["cache"]), artifacts))

@@ -13,28 +13,33 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from orchestrator.config.spec import JobSpec
 from orchestrator.job import parity, speed
-from orchestrator.job.compile_probe import as_probe
 from orchestrator.job.context import JobContext
 from orchestrator.job.fresh import run_fresh
 from orchestrator.job.parity import check_sampled_parity
-from orchestrator.job.result import CompileCost, Isolation, Memory, Probes
+from orchestrator.job.result import CompileCost, Isolation, Memory, Probe, Probes
+from orchestrator.job.side_process import SideAnswer
 
 
-def _side(spec: JobSpec, device: torch.device, cache: Path, role: str, **payload) -> tuple:
+def _side(
+    spec: JobSpec, device: torch.device, cache: Path, role: str, **payload: Any
+) -> tuple[SideAnswer | None, str | None]:
+    """A side process's answer, rebuilt typed (side_process.SideAnswer), or None and its error."""
     if device.type == "cuda":
         torch.cuda.empty_cache()  # the fresh process shares the device with this one
     request = {"device": str(device), "cache": str(cache), "role": role, **payload}
-    return run_fresh(spec, "side", f"side-{role}", request)
+    got, error = run_fresh(spec, "side", f"side-{role}", request)
+    return (SideAnswer.from_dict(got) if got is not None else None), error
 
 
 def more_processes(
     spec: JobSpec, ctx: JobContext, cache: Path, processes: int, warm_probe: bool, memory: bool
-) -> dict[str, dict]:
+) -> dict[str, SideAnswer]:
     """Paired repetitions in `processes - 1` fresh processes (the job's cache: compiled warm). With
     `warm_probe`, the first of them primes and measures the warm compile probe first (its first
     compiled call is what a probe process of its own would time): one process fewer. With `memory`,
@@ -52,25 +57,32 @@ def more_processes(
         if got is None:
             r.outcome.processes_error = error
             break
-        for key, values in got["timings"].items():
+        for key, values in got.timings.items():
             ctx.timings.setdefault(key, []).extend(values)
-        r.isolation = flagged(r.isolation, Isolation(**got["isolation"]))
+        r.isolation = flagged(r.isolation, got.isolation)
         if fold:
-            r.probes = Probes(compile_warm=as_probe(got["probe"]))
-        if first and "error" not in got["alone"]:  # else that side alone in a process of its own
-            alone[first] = got["alone"]
+            r.probes = Probes(compile_warm=got.probe or Probe(error="no probe in the answer"))
+        if first and got.alone is not None and got.alone.error is None:  # else alone in its own process
+            alone[first] = got.alone
     r.speed = speed.summarize(ctx)
     return alone
 
 
-def flagged(mine: Isolation | None, other: Isolation) -> Isolation | None:
+def flagged(mine: Isolation | None, other: Isolation | None) -> Isolation | None:
     """A process measured under foreign load or throttling flags the job (the first such note)."""
+    if other is None:
+        return mine
     return other if other.iso_ok is False and (mine is None or mine.iso_ok is not False) else mine
 
 
 def sides_alone(
-    spec: JobSpec, ctx: JobContext, cache: Path, full: bool, prime: bool = False, measured: dict | None = None
-) -> dict:
+    spec: JobSpec,
+    ctx: JobContext,
+    cache: Path,
+    full: bool,
+    prime: bool = False,
+    measured: dict[str, SideAnswer] | None = None,
+) -> dict[str, SideAnswer]:
     """Each side alone in its own process: its memory (CUDA) and step time, and with `full` its
     timings and a sampled output/gradient file for parity; a side already `measured` alone (by
     role, in a paired process: more_processes) is not measured again. Sets the job's memory
@@ -87,9 +99,9 @@ def sides_alone(
                 raise RuntimeError(f"the {role} side alone failed: {error}")
             answers[role] = got
         got = answers[role]
-        r.isolation = flagged(r.isolation, Isolation(**got["isolation"]))
-        into.peak_gib, into.reserved_gib = got.get("peak_gib"), got.get("reserved_gib")
-        into.alone_ms = statistics.mean(got["timings"][f"{role}_ms"])
+        r.isolation = flagged(r.isolation, got.isolation)
+        into.peak_gib, into.reserved_gib = got.peak_gib, got.reserved_gib
+        into.alone_ms = statistics.mean(got.timings[f"{role}_ms"])
     if memory.eager.peak_gib:
         memory.memory_ratio = memory.compiled.peak_gib / memory.eager.peak_gib  # type: ignore[operator]
         memory.memory_basis = "each side alone in a fresh process (everything it allocates)"
@@ -104,11 +116,11 @@ def one_after_the_other(spec: JobSpec, ctx: JobContext, cache: Path, why: str | 
     compiled_here = r.compile is not None  # else the main process never got to compile
     answers = sides_alone(spec, ctx, cache, full=True, prime=not compiled_here)
     for got in answers.values():
-        for key, values in got["timings"].items():
+        for key, values in got.timings.items():
             if key != "process":
                 ctx.timings[key] = values
     if not compiled_here:
-        first_s = answers["compiled"]["compiled_first_call_s"] - answers["eager"]["eager_first_call_s"]
+        first_s = answers["compiled"].first_call_s["compiled"] - answers["eager"].first_call_s["eager"]
         r.compile = CompileCost(compile_s=max(first_s, 0.0) if ctx.compiled_mode else 0.0)
     note = "sides measured one after the other, each alone" + (
         f" (together: {why.splitlines()[0][:160]})" if why else ""

@@ -16,7 +16,9 @@ import dataclasses
 import math
 import os
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -26,8 +28,45 @@ from orchestrator.job.compile_probe import first_compile
 from orchestrator.job.context import JobContext, Side, job_model, synchronize
 from orchestrator.job.memory import GIB
 from orchestrator.job.primer import prime
+from orchestrator.job.result import Isolation, Probe
 
 ROLES = ("paired", "eager", "compiled")
+
+
+@dataclass
+class SideAnswer:
+    """What a side process measured. It sends `to_dict()` as its answer (job/fresh.py); the parent
+    rebuilds it with `from_dict()`."""
+
+    pid: int | None = None
+    timings: dict[str, list] = field(default_factory=dict)
+    """`<side>_ms` per repetition, `<side>_step_ms` per step, `process` (speed.measure_speed)."""
+    isolation: Isolation | None = None
+    """Whether the process was measured alone (job/isolation.py)."""
+    peak_gib: float | None = None  # the process's peak memory (CUDA), allocated
+    reserved_gib: float | None = None  # and reserved (a CUDA-graph pool is reserved only)
+    first_call_s: dict[str, float] = field(default_factory=dict)
+    """Each side's first call, by side name (a compiled one compiles, from the job's cache)."""
+    probe: Probe | None = None
+    """The warm compile probe folded into a paired process (its first compile)."""
+    alone: SideAnswer | None = None
+    """A paired process's side measured alone before the other side was made (`alone_first`)."""
+    error: str | None = None
+    """Why the side alone failed (then measured in a process of its own)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SideAnswer:
+        parts = {
+            "isolation": Isolation(**data["isolation"]) if data.get("isolation") else None,
+            "probe": Probe(**data["probe"]) if data.get("probe") else None,
+            "alone": cls.from_dict(data["alone"]) if data.get("alone") else None,
+        }
+        return cls(**{**data, **parts})
+
+
 SAMPLE_ELEMENTS = 4_000_000  # per side, for parity of sides run apart: a strided sample, same indices
 
 
@@ -55,15 +94,12 @@ def _few_steps(ctx: JobContext) -> JobContext:
     return few
 
 
-def _peaks(device: torch.device) -> dict:
+def _peaks(device: torch.device) -> tuple[float | None, float | None]:
     """Peak memory since the process's reset: allocated, and reserved (a graph pool is reserved only)."""
     if device.type != "cuda":
-        return {}
+        return None, None
     synchronize(device)
-    return {
-        "peak_gib": torch.cuda.max_memory_allocated(device) / GIB,
-        "reserved_gib": torch.cuda.max_memory_reserved(device) / GIB,
-    }
+    return torch.cuda.max_memory_allocated(device) / GIB, torch.cuda.max_memory_reserved(device) / GIB
 
 
 def _make_side(spec: JobSpec, ctx: JobContext, name: str, own_model: bool, rebuild: bool) -> Side:
@@ -87,7 +123,7 @@ def _make_side(spec: JobSpec, ctx: JobContext, name: str, own_model: bool, rebui
     return Side(model, compiled=True)
 
 
-def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: dict) -> dict:
+def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: dict) -> SideAnswer:
     """Build the job's model here, make the side(s) of `role`, time them; peak memory since start.
     A paired process with `alone_first` makes that side first and measures it alone (its memory,
     a few steps) before the other side exists."""
@@ -101,7 +137,7 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
     if device.type == "cuda":
         torch.cuda.empty_cache()  # the primer's blocks are not the side's reserved memory
         torch.cuda.reset_peak_memory_stats(device)
-    out: dict = {"pid": os.getpid()}
+    out = SideAnswer(pid=os.getpid())
     first_alone = req.get("alone_first")
     names = [n for n in ("eager", "compiled") if role in ("paired", n)]
     if first_alone:  # made first, alone
@@ -115,17 +151,17 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
             rebuild = first_alone == "compiled" and cfg.compile.path == "jit"
             sides[name] = _make_side(spec, ctx, name, own_model=alone, rebuild=rebuild)
             if role == "paired" and name == first_alone:
-                out["alone"] = _alone(ctx, sides[name], name, req, out)
-                if "error" not in out["alone"]:
+                out.alone = _alone(ctx, sides[name], name, req, out)
+                if out.alone.error is None:
                     ready.add(name)
         sides = {n: sides[n] for n in ("eager", "compiled") if n in sides}  # measure_speed's order
         called: set[str] = set()  # sides whose first calls the folded probe made
         if req.get("probe"):  # the warm compile probe: this primed process's first compile
             try:
-                probe = first_compile(ctx, sides["eager"].model, sides["compiled"].model)
-                out["probe"], called = {**probe, "load_s": None}, {"eager", "compiled"}
+                out.probe = first_compile(ctx, sides["eager"].model, sides["compiled"].model)
+                called = {"eager", "compiled"}
             except Exception as e:  # the probe's failure is its figure's; the paired timings go on
-                out["probe"] = {"error": f"{type(e).__name__}: {e}"[:500]}
+                out.probe = Probe(error=f"{type(e).__name__}: {e}"[:500])
         for name, side in sides.items():
             if name in ready:  # its optimizer made; the probe's gradients cleared, as after a step
                 side.model.zero_grad(set_to_none=True)
@@ -135,13 +171,13 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
                 continue
             _first_call(ctx, side, name, req, out)
         conditions, _ = speed.measure_speed(ctx, sides, req.get("process", 0))
-        out["timings"] = ctx.timings
-        out["isolation"] = dataclasses.asdict(conditions)
-    out.update(_peaks(device))
+        out.timings = ctx.timings
+        out.isolation = conditions
+    out.peak_gib, out.reserved_gib = _peaks(device)
     return out
 
 
-def _alone(ctx: JobContext, side: Side, name: str, req: dict, out: dict) -> dict:
+def _alone(ctx: JobContext, side: Side, name: str, req: dict, out: SideAnswer) -> SideAnswer:
     """A paired process's side measured alone, before the other side is made: its first call, a
     few steps, the process's peaks so far. A failure here is the side alone's (its memory is then
     measured in a process of its own: processes.sides_alone), not the paired timings'."""
@@ -153,18 +189,19 @@ def _alone(ctx: JobContext, side: Side, name: str, req: dict, out: dict) -> dict
         conditions, _ = speed.measure_speed(few, {name: side})
     except Exception as e:  # noqa: BLE001 (recorded: the caller measures that side alone again)
         side.model.zero_grad(set_to_none=True)
-        return {"error": f"{type(e).__name__}: {e}"[:500]}
+        return SideAnswer(error=f"{type(e).__name__}: {e}"[:500])
     side.model.zero_grad(set_to_none=True)  # a copy made next starts without them
-    return {"timings": few.timings, "isolation": dataclasses.asdict(conditions), **_peaks(ctx.device)}
+    peak, reserved = _peaks(ctx.device)
+    return SideAnswer(timings=few.timings, isolation=conditions, peak_gib=peak, reserved_gib=reserved)
 
 
-def _first_call(ctx: JobContext, side: Side, name: str, req: dict, out: dict) -> None:
+def _first_call(ctx: JobContext, side: Side, name: str, req: dict, out: SideAnswer) -> None:
     """A side's first call (a compiled one compiles, from the job's cache), timed; its sample saved
     where asked; then its optimizer step."""
     t0 = time.perf_counter()
     first = ctx.forward_backward(side.model, ctx.inputs)
     synchronize(ctx.device)
-    out[f"{name}_first_call_s"] = time.perf_counter() - t0
+    out.first_call_s[name] = time.perf_counter() - t0
     if req.get("save"):
         save_sample(Path(req["save"]), side, first, ctx.train)
     del first  # not kept alive through the timed steps (it would add to their peak)
@@ -172,5 +209,5 @@ def _first_call(ctx: JobContext, side: Side, name: str, req: dict, out: dict) ->
 
 
 def answer(spec: JobSpec, req: dict) -> dict:
-    """job/fresh.py's entry for kind `side`."""
-    return measure(spec, torch.device(req["device"]), Path(req["cache"]), req["role"], req)
+    """job/fresh.py's entry for kind `side`: the SideAnswer, as the dict the parent rebuilds."""
+    return measure(spec, torch.device(req["device"]), Path(req["cache"]), req["role"], req).to_dict()

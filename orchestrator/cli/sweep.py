@@ -22,7 +22,7 @@ from orchestrator.analysis.upgrade import print_upgrade, write_upgrade
 from orchestrator.analysis.verdict import compute as compute_verdict
 from orchestrator.analysis.verdict import print_verdict, write_verdict
 from orchestrator.cli.console import make_console
-from orchestrator.config.plan import Plan, build_plan
+from orchestrator.config.plan import Plan, PlannedJob, build_plan
 from orchestrator.config.schema import Config
 from orchestrator.config.spec import JobSpec
 from orchestrator.core.env_scope import scoped_environ
@@ -170,7 +170,7 @@ def _run(plan: Plan, console: Console, started: float) -> int:
         console.print(
             f"[yellow]stopped {orphans} job(s) left running by an earlier, killed orchestrator[/yellow]"
         )
-    jobs = {j.job_id: {"label": j.label, "axes": j.axes} for j in plan.jobs}
+    jobs: dict[str, PlannedJob] = {j.job_id: {"label": j.label, "axes": j.axes} for j in plan.jobs}
     write_json_atomic(plan.sweep_dir / PLAN_FILE, {"name": plan.name, "jobs": jobs})
     sweep = Sweep(plan.sweep_dir, jobs)
     todo = to_run(plan.jobs, base.sweep.rerun_failed, sweep)
@@ -211,7 +211,7 @@ def run_follow_ups(plan: Plan, sweep: Sweep, runner: Runner, console: Console) -
     where the last round ran jobs)."""
     vc = plan.base.verdict
     jobs = dict(sweep.plan)
-    added: dict[str, dict] = {}
+    added: dict[str, PlannedJob] = {}
     for step in range(1, vc.max_follow_ups + 1):
         wanted = {**jobs, **added}
         df = sweep.frame(set(wanted))

@@ -13,7 +13,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_loader import ConfigLoader
@@ -26,6 +26,15 @@ from orchestrator.config.spec import JobSpec, checked_config
 
 # Keys that do not change what a job measures, left out of its id so that a re-run still matches.
 ID_EXCLUDED = {("compile", "cache_dir"), ("bench", "timeout_s"), ("env", "name")}
+
+
+class PlannedJob(TypedDict, total=False):
+    """One job of `plan.json`, by its id: what the table and the dashboard label it with."""
+
+    label: str  # the job in words (its axes' values)
+    axes: dict[str, Any]  # the values of the sweep's axes that make it
+    follow_up_of: str | None  # a follow-up: the job whose verdict named its lever
+    lever: str | None  # a follow-up: its stack of levers (`A + B`)
 
 
 @dataclass

@@ -111,7 +111,7 @@ def has_result(job_dir: Path) -> bool:
     return (job_dir / RESULT_FILE).exists()
 
 
-def read_plan(sweep_dir: Path) -> dict[str, dict]:
+def read_plan(sweep_dir: Path) -> dict[str, Any]:
     """The sweep's planned jobs (`plan.json`: id -> label and axes), in plan order; {} if absent."""
     plan = read_json(sweep_dir / PLAN_FILE)
     return plan["jobs"] if plan else {}

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from orchestrator.config.plan import PlannedJob
 from orchestrator.core.files import json_safe, read_result
 from orchestrator.core.numbers import present
 from orchestrator.job.result import COL, JobResult
@@ -41,7 +42,7 @@ class Sweep:
     read."""
 
     dir: Path
-    plan: dict[str, dict[str, Any]]
+    plan: dict[str, PlannedJob]
     """The sweep's jobs by id, as plan.json holds them (label, axes; a follow-up's lever)."""
     results: dict[str, JobResult] = field(default_factory=dict)
     """Each job's result read so far, by job id."""

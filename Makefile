@@ -2,7 +2,7 @@
 SWEEP ?= modes
 ARGS ?=
 
-.PHONY: setup run test lint
+.PHONY: setup run test lint typecheck
 setup:
 	bash scripts/setup.sh
 
@@ -14,3 +14,6 @@ test: setup
 
 lint: setup
 	.venv/bin/ruff check . && .venv/bin/ruff format --check .
+
+typecheck: setup
+	.venv/bin/mypy

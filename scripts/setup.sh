@@ -16,7 +16,7 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
       || pip install -q torch --index-url https://download.pytorch.org/whl/cpu
   fi
 fi
-if ! .venv/bin/python -c "import orchestrator, hydra, submitit, wandb, pytest, pytest_timeout, xdist, transformers" 2>/dev/null \
+if ! .venv/bin/python -c "import orchestrator, hydra, submitit, wandb, pytest, pytest_timeout, xdist, transformers, mypy" 2>/dev/null \
     || [ ! -x .venv/bin/ruff ]; then
   pip install -q -e ".[dev,parquet,hf]"
 fi

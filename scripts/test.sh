@@ -7,6 +7,9 @@
 # larger host than the timing tests were sized for. TEST_WORKERS=0 runs them in this process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The type check first (pyproject.toml's [tool.mypy]: strict on core/, results/ and analysis/): a
+# type error fails the suite in a minute. TYPECHECK=0 leaves it out (one test file, run again).
+[ "${TYPECHECK:-1}" = 0 ] || .venv/bin/mypy
 bash scripts/system-deps.sh
 workers=${TEST_WORKERS:-2}
 # One intra-op thread per worker's process (a user's own OMP_NUM_THREADS stands): torch's default of

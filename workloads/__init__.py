@@ -17,6 +17,8 @@ workload       the Workload every one of them returns
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import torch
 
 from orchestrator.config.schema import WorkloadConfig
@@ -51,7 +53,8 @@ def check_workload(cfg: WorkloadConfig) -> None:
     """What can be known of a workload before anything runs (its preset, its class, its arguments);
     one ConfigError line otherwise."""
     if cfg.name in ("gpt", "block"):
-        presets = {"gpt": gpt.PRESETS, "block": block.PRESETS}[str(cfg.name)]
+        of_name: dict[str, Mapping[str, object]] = {"gpt": gpt.PRESETS, "block": block.PRESETS}
+        presets = of_name[str(cfg.name)]
         if cfg.size not in presets:
             raise ConfigError(
                 f"workload.size={cfg.size!r} is not a {cfg.name} preset; choose one of: {', '.join(presets)}"

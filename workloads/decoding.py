@@ -22,7 +22,9 @@ class Decoder:
     """A decoder model with its cache: `new_cache`, `reset` between requests, `forward`."""
 
     def __init__(self, model: nn.Module, kind: str, max_len: int, batch: int, dtype: torch.dtype) -> None:
-        self.model, self.kind, self.max_len, self.batch, self.dtype = model, kind, max_len, batch, dtype
+        # the built-in GPT or a transformers model: their own attributes (blocks, config) read as they are
+        self.model: Any = model
+        self.kind, self.max_len, self.batch, self.dtype = kind, max_len, batch, dtype
 
     def new_cache(self) -> Any:
         raise NotImplementedError
@@ -67,8 +69,8 @@ class GPTDecoder(Decoder):
 
     def __init__(self, model: nn.Module, kind: str, max_len: int, batch: int, dtype: torch.dtype) -> None:
         super().__init__(model, kind, max_len, batch, dtype)
-        first = model.blocks[0].attn
-        self.heads, self.head_dim = first.n_head, model.wte.embedding_dim // first.n_head
+        first = self.model.blocks[0].attn
+        self.heads, self.head_dim = first.n_head, self.model.wte.embedding_dim // first.n_head
 
     def new_cache(self) -> list:
         device = self.model.wte.weight.device
@@ -164,7 +166,7 @@ def decoder_of(model: nn.Module, kind: str, max_len: int, batch: int, dtype: tor
     return HFDecoder(model, kind, max_len, batch, dtype)
 
 
-def check_causal_lm(cls: type, config: Any) -> None:
+def check_causal_lm(cls: type[Any], config: Any) -> None:
     """A transformers class this task can drive: decoder-only, a causal LM; one ConfigError line otherwise."""
     name = cls.__name__
     # A seq2seq family's decoder-only head (BartForCausalLM) sets is_encoder_decoder false itself.
@@ -189,7 +191,7 @@ def check_causal_lm(cls: type, config: Any) -> None:
         )
 
 
-def _init_says(cls: type, words: str) -> bool:
+def _init_says(cls: type[Any], words: str) -> bool:
     """Whether the class's own __init__ holds `words`: what transformers itself says of the class (a
     BERT-family head warns a standalone user to set is_decoder; Bart's sets is_encoder_decoder)."""
     try:
@@ -210,6 +212,7 @@ def check_generate(workload: Any, generate: Any) -> None:
     from workloads import gpt
 
     total = generate.prompt_len + generate.new_tokens
+    positions: int | None
     if workload.name == "gpt":
         positions, where = gpt.GENERATE_POSITIONS, "the built-in gpt's positions"
     else:

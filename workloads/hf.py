@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -59,7 +59,7 @@ def _transformers() -> Any:
     return transformers
 
 
-def model_class(name: str | None) -> type:
+def model_class(name: str | None) -> type[Any]:
     """The transformers class of `workload.model`; an unknown name is one line with close matches."""
     import difflib
 
@@ -80,7 +80,7 @@ def model_class(name: str | None) -> type:
 EXAMPLES = ("BertForMaskedLM", "LlamaForCausalLM", "T5ForConditionalGeneration", "ViTForImageClassification")
 
 
-def task_of(cls: type, config: Any) -> str:
+def task_of(cls: type[Any], config: Any) -> str:
     for suffix, task in TASKS:
         if cls.__name__.endswith(suffix):
             return task
@@ -91,7 +91,7 @@ def task_of(cls: type, config: Any) -> str:
 MADE = "token ids, pixel values (images), ids with pixel values (CLIP-like), Whisper's audio features"
 
 
-def input_kind(cls: type, config: Any) -> str:
+def input_kind(cls: type[Any], config: Any) -> str:
     """`ids`, `pixels`, `ids+pixels` (a text and a vision tower: CLIP, SigLIP) or `audio` (Whisper's
     log-mel features); one ConfigError line for a model whose inputs are not made here yet."""
     params = inspect.signature(cls.forward).parameters
@@ -200,7 +200,7 @@ def make_inputs_fn(
             if labels and task == "image_cls":
                 out["labels"] = torch.randint(0, classes, (batch,), device=device)
             return out
-        t = seq_len or seq
+        t = cast(int, seq_len or seq)  # a model of token ids or audio: its shape has a length
         if kind == "audio":
             frames = 2 * config.max_source_positions  # the encoder's two convolutions halve it
             out["input_features"] = torch.randn(batch, config.num_mel_bins, frames, device=device)

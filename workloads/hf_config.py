@@ -142,7 +142,7 @@ def _ids_inside_vocab(config: Any) -> None:
             setattr(part, key, value)
 
 
-def build_config(cfg: WorkloadConfig, cls: type) -> Any:
+def build_config(cfg: WorkloadConfig, cls: type[Any]) -> Any:
     """The model's config: the class's defaults, the size preset's keys it has, then the user's."""
     if cfg.size not in SIZES:
         raise ConfigError(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
@@ -22,10 +22,11 @@ from orchestrator.core.failures import ConfigError
 
 Inputs = tuple[Any, ...] | dict[str, Any]
 """Positional (a tuple of tensors or pytrees of tensors) or keyword (a dict) inputs of one step."""
+InputsT = TypeVar("InputsT", bound=Inputs)  # map_inputs keeps the structure it is given
 DTYPES = {"float": torch.float32, "long": torch.long, "int": torch.int32, "bool": torch.bool}
 
 
-def call(model: nn.Module, inputs: Inputs) -> Any:
+def call(model: Callable[..., Any], inputs: Inputs) -> Any:
     """One forward: keywords for named inputs, positions otherwise."""
     return model(**inputs) if isinstance(inputs, dict) else model(*inputs)
 
@@ -35,7 +36,7 @@ def tensors_of(inputs: Inputs) -> list[torch.Tensor]:
     return [t for t in tree_leaves(inputs) if isinstance(t, torch.Tensor)]
 
 
-def map_inputs(inputs: Inputs, fn: Callable[[torch.Tensor], torch.Tensor]) -> Inputs:
+def map_inputs(inputs: InputsT, fn: Callable[[torch.Tensor], torch.Tensor]) -> InputsT:
     """The same inputs, each tensor at any depth through `fn` (to a device, in fp64, reversed on the
     batch...); other leaves as they are."""
     return tree_map(lambda t: fn(t) if isinstance(t, torch.Tensor) else t, inputs)

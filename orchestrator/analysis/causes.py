@@ -12,6 +12,7 @@ timed steps is not quoted (`idle.representative`). A little over 250 lines: one 
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import pandas as pd
 
@@ -29,7 +30,7 @@ SPLIT_SHARE = 0.05  # a kind of kernel whose time moved by this share of the com
 MOSTLY = 0.5  # a share of the forward left eager that makes graph breaks the first cause
 
 
-def listed(row: pd.Series, key: str) -> list:
+def listed(row: pd.Series, key: str) -> list[Any]:
     """A list field of a table row ([] where the job has none)."""
     value = row.get(key)
     return value if isinstance(value, list) else []
@@ -125,7 +126,7 @@ def causes(row: pd.Series) -> list[Cause]:
         for c in found
         if c.kind == "recompile_limit"
         or (c.kind == "step_recompiles" and not unguarded)
-        or (c.kind == "graph_breaks" and c.value >= MOSTLY)
+        or (c.kind == "graph_breaks" and c.value is not None and c.value >= MOSTLY)
     ]
     rest = [c for c in found if c not in first]
     timed = [c for c in rest if c.ms_per_step is not None]
@@ -186,14 +187,14 @@ def _kind_lever(row: pd.Series, kind: str, attention_as_matmuls: bool) -> str | 
     return None
 
 
-def _pointwise(split: dict) -> dict:
+def _pointwise(split: dict[str, Any]) -> dict[str, Any]:
     """Inductor's generated kernels do what eager's elementwise kernels did (fused): one kind."""
     out = {k: v for k, v in split.items() if k not in ("fused", "elementwise")}
     both = (number(split.get("fused")) or 0.0) + (number(split.get("elementwise")) or 0.0)
     return out | ({"elementwise": both} if "fused" in split or "elementwise" in split else {})
 
 
-def kind_split(row: pd.Series, side: str) -> dict:
+def kind_split(row: pd.Series, side: str) -> dict[str, Any]:
     """A side's milliseconds a step by kind of kernel, inductor's fused kernels counted as
     elementwise; {} where the profile measured none."""
     split = row.get(getattr(COL, f"{side}_time_split"))

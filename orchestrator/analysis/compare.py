@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 
@@ -40,7 +41,7 @@ def _show(v: object) -> str:
     )
 
 
-def samples(timings: dict | None, column: str) -> tuple[list[float], list[int] | None] | None:
+def samples(timings: dict[str, Any] | None, column: str) -> tuple[list[float], list[int] | None] | None:
     """Per-repetition values behind a column (pair ratios for speedup), with their process ids."""
     if not timings or not timings.get(COL.compiled_ms):
         return None
@@ -51,9 +52,9 @@ def samples(timings: dict | None, column: str) -> tuple[list[float], list[int] |
     return values, timings.get("process")
 
 
-def paired_timings(df: pd.DataFrame) -> dict[str, dict]:
+def paired_timings(df: pd.DataFrame) -> dict[str, dict[str, Any]]:
     """Each job's per-repetition timings where they are pairs (sides apart: no pairs, threshold rule)."""
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for _, row in df.iterrows():
         timings = row.get(COL.timings)
         if isinstance(timings, dict) and not is_false(row.get(COL.interleaved)):
@@ -65,16 +66,25 @@ def compare_tables(
     base: pd.DataFrame,
     cand: pd.DataFrame,
     th: CompareConfig,
-    base_timings: dict[str, dict] | None = None,
-    cand_timings: dict[str, dict] | None = None,
+    base_timings: dict[str, dict[str, Any]] | None = None,
+    cand_timings: dict[str, dict[str, Any]] | None = None,
 ) -> pd.DataFrame:
     """One row per finding (a regression, an improvement, an inconclusive change, a missing job).
     Where both sweeps kept their timings, speed is judged by the CI of its change (stats.verdict)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     b = main_rows(base).set_index(COL.job_id)  # follow-up jobs answer for a lever, not the sweep
     c = main_rows(cand).set_index(COL.job_id)
 
-    def add(job_id: str, label: str, check: str, regression: bool, note: str, vb=None, vc=None, change=None):
+    def add(
+        job_id: str,
+        label: str,
+        check: str,
+        regression: bool,
+        note: str,
+        vb: object = None,
+        vc: object = None,
+        change: object = None,
+    ) -> None:
         verdict = "regression" if regression else note.split(":")[0] if ":" in note else None
         rows.append(
             {

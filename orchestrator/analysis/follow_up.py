@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from typing import Any, cast
 
 import pandas as pd
 
@@ -30,7 +31,7 @@ def main_rows(df: pd.DataFrame) -> pd.DataFrame:
     return df[df[COL.follow_up_of].isna()] if COL.follow_up_of in df else df
 
 
-def _applied(config: dict, levers: list[str]) -> dict:
+def _applied(config: dict[str, Any], levers: list[str]) -> dict[str, Any]:
     """The job's config with the levers' overrides, in order (a later value of a key wins)."""
     out = copy.deepcopy(config)
     for lever in levers:
@@ -50,7 +51,7 @@ def follow_up_specs(verdict: Verdict, df: pd.DataFrame, sweep_dir: str, budget: 
     for v in verdict.models:
         if v.job_id is None or v.job_id not in rows.index:
             continue
-        row = rows.loc[v.job_id]
+        row = cast(pd.Series, rows.loc[v.job_id])  # one row: job ids are unique
         same = [c for c in keys_of("model") if c in rows]  # the model's jobs: its settings alike
         model = rows[(rows[same].astype(str) == row[same].astype(str)).all(axis=1)]
         _, levers = walk(row, follow[follow[COL.follow_up_of] == v.job_id], model, budget)
@@ -101,7 +102,8 @@ def lever_effect(named: pd.Series, follow: pd.Series, cause: str) -> tuple[str, 
     slower = slowing(causes(follow))
     # the most milliseconds first (a recompile in the warm-up is ranked first by `causes`, untimed)
     timed = sorted((c for c in slower if c.ms_per_step), key=lambda c: -(c.ms_per_step or 0.0))
-    still = (timed or slower or [None])[0]
+    first = timed or slower
+    still = first[0] if first else None
     return ("with it: " + "; ".join(said)) if said else "", still
 
 
@@ -118,8 +120,9 @@ def chosen(ran: pd.DataFrame, found: list[Cause]) -> pd.Series:
 def with_effect(answer: FollowUp, named: pd.Series, follow: pd.Series) -> FollowUp:
     """A passed follow-up's answer with what its lever moved and what still slows its step."""
     moved, still = lever_effect(named, follow, answer.cause)
-    what = dict(still=still.text, next_lever=still.lever) if still else {}
-    return dataclasses.replace(answer, moved=moved, **what)
+    if still:
+        return dataclasses.replace(answer, moved=moved, still=still.text, next_lever=still.lever)
+    return dataclasses.replace(answer, moved=moved)
 
 
 def follow_up_lines(f: FollowUp) -> list[str]:

@@ -8,6 +8,8 @@ declared run); nothing is extrapolated between measured batches.
 
 from __future__ import annotations
 
+from typing import cast
+
 import pandas as pd
 
 from orchestrator.analysis.answers import ModelVerdict
@@ -85,7 +87,7 @@ def batch_lines(df: pd.DataFrame, verdicts: list[ModelVerdict], models: list[str
     for v in verdicts:
         if v.job_id not in rows.index or rows.at[v.job_id, COL.task] != "generate":
             continue
-        row = rows.loc[v.job_id]
+        row = cast(pd.Series, rows.loc[v.job_id])  # one row: duplicates dropped above
         name = join_values(rows.loc[[v.job_id]], [c for c in rest if c != COL.task]).iloc[0]
         groups.setdefault(name, []).append((int(row[COL.batch_size]), v))
     out = []

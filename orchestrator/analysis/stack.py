@@ -106,7 +106,10 @@ def walk(
     model's, any order): the steps so far, and the stack of the next step to run (None: the walk
     ended). `model`: the model's own jobs, `budget`: `verdict.max_follow_ups`."""
     ran = {row[COL.lever]: row for _, row in follow_ups.iterrows() if isinstance(row.get(COL.lever), str)}
-    best, stack, tried, steps = named, [], set(), []
+    best = named
+    stack: list[str] = []
+    tried: set[str] = set()
+    steps: list[Step] = []
     while len(steps) < budget:
         cause = next_cause(best, stack, tried, model)
         if cause is None or cause.lever is None:

@@ -28,7 +28,7 @@ REMEDIES = {
 
 
 def distrust(
-    part: pd.DataFrame, row: pd.Series, vc: VerdictConfig, judged: tuple | None = None
+    part: pd.DataFrame, row: pd.Series, vc: VerdictConfig, judged: tuple[float | None, ...] | None = None
 ) -> list[tuple[str, str]]:
     """(kind, reason) for each reason not to trust this model's answer; [] when it stands.
     `part` holds the model's jobs; `row` is the setting the answer would name; `judged` the speedup

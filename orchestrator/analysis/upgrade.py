@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ COUNTS = (
 )
 
 
-def environments(df: pd.DataFrame, plan: dict[str, Any]) -> list[str]:
+def environments(df: pd.DataFrame, plan: Mapping[str, Any]) -> list[str]:
     """The sweep's environment names, the baseline first (the order of the plan's jobs)."""
     if COL.env not in df or df[COL.env].dropna().nunique() < 2:
         return []
@@ -75,7 +76,7 @@ def passed(row: pd.Series) -> bool:
 
 
 def _figure(
-    base: pd.Series, cand: pd.Series, column: str, limit: float, higher_better: bool, timings: dict
+    base: pd.Series, cand: pd.Series, column: str, limit: float, higher_better: bool, timings: dict[str, Any]
 ) -> FigureChange:
     """One figure's change: with a CI where both jobs kept their repetitions, else one figure each."""
     vb, vc = number(base.get(column)), number(cand.get(column))
@@ -142,7 +143,7 @@ def figure_text(column: str, f: FigureChange) -> str:
     return f"{words} {f.change:+.1%}{ci}"
 
 
-def compute(df: pd.DataFrame, plan: dict[str, Any], th: CompareConfig) -> Upgrade | None:
+def compute(df: pd.DataFrame, plan: Mapping[str, Any], th: CompareConfig) -> Upgrade | None:
     """The A/B of a sweep over environments (its `plan` orders them), or None when it has one."""
     envs = environments(df, plan)
     if not envs:
@@ -199,7 +200,7 @@ def print_upgrade(upgrade: Upgrade | None, console: Any) -> None:
 
 
 def write_upgrade(
-    sweep_dir: Path, df: pd.DataFrame, plan: dict[str, Any], th: CompareConfig
+    sweep_dir: Path, df: pd.DataFrame, plan: Mapping[str, Any], th: CompareConfig
 ) -> Upgrade | None:
     upgrade = compute(df, plan, th)
     if upgrade is not None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -184,7 +185,8 @@ def decide(part: pd.DataFrame, settings: list[str], vc: VerdictConfig) -> ModelV
     figures = {i: assess(r, vc) for i, r in passed.iterrows()}
     gains = [i for i in figures if figures[i].measurable]
     pick = max(gains or figures, key=lambda i: (figures[i].net_saved_s if gains else figures[i].speedup) or 0)
-    f, row = figures[pick], passed.loc[pick]
+    # pandas-stubs: iterrows gives a Hashable label, which loc does not take
+    f, row = figures[pick], passed.loc[pick]  # type: ignore[call-overload]
     setting, ci = setting_text(row, settings), ci_text(*f.ci)
     gain = f"{f.speedup:.3g}x [{ci}]"
     if gains and (f.net_saved_s or 0) > 0:
@@ -277,7 +279,7 @@ def stacked_answer(
     )  # fmt: skip
 
 
-def compute(df: pd.DataFrame, plan: dict[str, Any], vc: VerdictConfig) -> Verdict:
+def compute(df: pd.DataFrame, plan: Mapping[str, Any], vc: VerdictConfig) -> Verdict:
     """The verdict of every model of a results table (its sweep's `plan` names the swept axes), and
     the suite summary where there are several. Follow-up jobs (analysis/follow_up.py) do not take
     part in a model's answer or the suite: each is the answer with its lever, beside it."""
@@ -390,9 +392,12 @@ def best_suite_lines(verdict: Verdict) -> list[str]:
         return []
     own = [v for v in verdict.models if v.speedup]
     best = [(v.best.speedup, *v.best.ci) if v.best else (v.speedup, *v.ci) for v in own]
-    mean, low, high = geomean_ci([b[0] for b in best], [b[1] for b in best], [b[2] for b in best])
+    # each speedup is set: the model's (`own` has one), or its best found's (a step that gained)
+    mean, low, high = geomean_ci(
+        [cast(float, b[0]) for b in best], [b[1] for b in best], [b[2] for b in best]
+    )
     mine, my_low, my_high = geomean_ci(
-        [v.speedup for v in own], [v.ci[0] for v in own], [v.ci[1] for v in own]
+        [cast(float, v.speedup) for v in own], [v.ci[0] for v in own], [v.ci[1] for v in own]
     )
     return [
         f"suite of {len(own)} models, geomean speedup at the best found {mean:.3g}x [{ci_text(low, high)}], "
@@ -414,7 +419,7 @@ def wrapped(line: str) -> list[str]:
 def write_verdict(
     sweep_dir: Path,
     df: pd.DataFrame,
-    plan: dict[str, Any],
+    plan: Mapping[str, Any],
     vc: VerdictConfig,
     computed: Verdict | None = None,
 ) -> Verdict:

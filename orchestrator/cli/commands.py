@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 from omegaconf import OmegaConf
@@ -44,7 +45,7 @@ def _base_config(sweep_dir: Path, overrides: list[str] | None = None) -> Config:
     configs = sorted((sweep_dir / "jobs").glob("*/config.yaml"))
     container = OmegaConf.to_container(OmegaConf.load(configs[0])) if configs else {}
     if overrides:
-        extra = OmegaConf.to_container(compose_config(overrides))
+        extra = cast(dict[str, Any], OmegaConf.to_container(compose_config(overrides)))
         container = OmegaConf.to_container(OmegaConf.merge(container, {"compare": extra["compare"]}))
     return to_job_config(container)  # type: ignore[arg-type]
 
@@ -122,7 +123,7 @@ def cancel(args: list[str]) -> int:
 def _dashboard(
     sweep_dir: Path,
     df: pd.DataFrame,
-    plan: dict[str, dict],
+    plan: Mapping[str, Mapping[str, Any]],
     verdict: Verdict | None = None,
     upgrade: Upgrade | None = None,
     **kw: Any,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 from collections.abc import Iterator
+from typing import NoReturn
 
 from hydra._internal.hydra import Hydra
 from hydra._internal.utils import get_args_parser
@@ -43,7 +44,7 @@ def parser() -> argparse.ArgumentParser:
     p.prog = "orchestrator"
     p.description = "compile-bench orchestrator"
     for action in p._actions:  # argparse keeps no public handle on an added action
-        if action.dest == "version":
+        if action.dest == "version" and isinstance(action, argparse._VersionAction):
             action.version = f"orchestrator {_version('orchestrator')} (Hydra {_version('hydra-core')})"
         action.help = OWN_HELP.get(action.dest, action.help)
     p.add_argument("--dry-run", action="store_true", help="Print the planned jobs and exit")
@@ -51,7 +52,7 @@ def parser() -> argparse.ArgumentParser:
         "--plain", action="store_true", help="Plain lines and a compact table (the default off a tty)"
     )
 
-    def error(message: str) -> None:  # one line and exit 2, like every other bad input
+    def error(message: str) -> NoReturn:  # one line and exit 2, like every other bad input
         raise ConfigError(f"{message} (see orchestrator --help)")
 
     p.error = error  # type: ignore[method-assign]

@@ -84,7 +84,7 @@ def groups_text(overrides: list[str]) -> str:
     lines.append("Config keys: KEY=VALUE sets one, KEY=A,B sweeps it; all of them with values: --cfg job")
     for section, node in cfg.items():
         keys = ", ".join(str(k) for k in node) if hasattr(node, "keys") else str(node)
-        lines += _wrap(keys, f"  {section}: ", indent=4)
+        lines += _wrap(keys, f"  {section!s}: ", indent=4)
     return "\n".join(lines)
 
 

@@ -13,7 +13,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_loader import ConfigLoader
@@ -66,7 +66,7 @@ def job_id_of(container: dict[str, Any]) -> str:
 def _expand(loader: ConfigLoader, overrides: list[str]) -> tuple[list[str], list[list[str]], DictConfig]:
     """Fixed overrides, the per-job axis overrides (cartesian product), and the fixed composition."""
     parsed = parse_overrides(overrides, loader)
-    fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
+    fixed = [cast(str, o.input_line) for o in parsed if not o.is_sweep_override()]  # parsed: has its line
     cli_axes = {o.get_key_element(): o for o in parsed if o.is_sweep_override()}
     composed = compose_in_session(fixed, return_hydra_config=True)
     preset = composed.hydra.sweeper.params or {}

@@ -50,7 +50,7 @@ class PointResolver:
         cfg = copy.deepcopy(composed)
         with open_dict(cfg):
             del cfg["hydra"]  # what compose() does without return_hydra_config
-        self._groups = {(): _Group(cfg)}
+        self._groups: dict[tuple[str, ...], _Group] = {(): _Group(cfg)}
 
     def _parse(self, line: str) -> tuple[Override, bool]:
         """The parsed line, and whether Hydra composes it (a group choice, a hydra key)."""

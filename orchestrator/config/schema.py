@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from orchestrator.core.failures import FAILURE_CLASSES, ConfigError
 
@@ -28,25 +28,66 @@ def choices(name: str, values: tuple[str, ...]) -> type[StrEnum]:
     return StrEnum(name, [(v, v) for v in values], module=__name__)  # type: ignore[return-value]
 
 
-CompileMode = choices("CompileMode", COMPILE_MODES)
-WorkloadName = choices("WorkloadName", ("block", "gpt", "module", "hf", "timm"))
-InputDtype = choices("InputDtype", ("float", "long"))
-CacheKind = choices("CacheKind", ("private", "shared"))
-Task = choices("Task", ("train", "infer", "generate"))
-GenCache = choices("GenCache", ("static", "dynamic"))
-GenCompiled = choices("GenCompiled", ("both", "decode", "prefill"))
-Dtype = choices("Dtype", ("fp32", "bf16", "fp16"))
-DeviceName = choices("DeviceName", ("auto", "cpu", "cuda"))
-SidesMode = choices("SidesMode", ("auto", "paired", "apart"))
-Strategy = choices("Strategy", ("none", "ddp", "fsdp"))
-DistBackend = choices("DistBackend", ("auto", "nccl", "gloo"))
-LauncherName = choices("LauncherName", ("local", "slurm", "debug"))
-LoggerMode = choices("LoggerMode", ("offline", "online", "disabled"))
-FailureClass = choices("FailureClass", FAILURE_CLASSES)
-VerdictCache = choices("VerdictCache", ("cold", "warm"))
-CompileScope = choices("CompileScope", ("model", "blocks", "regions"))
-CompilePath = choices("CompilePath", ("jit", "aoti"))
-MatmulPrecision = choices("MatmulPrecision", ("highest", "high", "medium"))
+# mypy takes no enum made at run time as a type: to it each is a StrEnum (members read by name).
+if TYPE_CHECKING:
+
+    class CompileMode(StrEnum): ...
+
+    class WorkloadName(StrEnum): ...
+
+    class InputDtype(StrEnum): ...
+
+    class CacheKind(StrEnum): ...
+
+    class Task(StrEnum): ...
+
+    class GenCache(StrEnum): ...
+
+    class GenCompiled(StrEnum): ...
+
+    class Dtype(StrEnum): ...
+
+    class DeviceName(StrEnum): ...
+
+    class SidesMode(StrEnum): ...
+
+    class Strategy(StrEnum): ...
+
+    class DistBackend(StrEnum): ...
+
+    class LauncherName(StrEnum): ...
+
+    class LoggerMode(StrEnum): ...
+
+    class FailureClass(StrEnum): ...
+
+    class VerdictCache(StrEnum): ...
+
+    class CompileScope(StrEnum): ...
+
+    class CompilePath(StrEnum): ...
+
+    class MatmulPrecision(StrEnum): ...
+else:
+    CompileMode = choices("CompileMode", COMPILE_MODES)
+    WorkloadName = choices("WorkloadName", ("block", "gpt", "module", "hf", "timm"))
+    InputDtype = choices("InputDtype", ("float", "long"))
+    CacheKind = choices("CacheKind", ("private", "shared"))
+    Task = choices("Task", ("train", "infer", "generate"))
+    GenCache = choices("GenCache", ("static", "dynamic"))
+    GenCompiled = choices("GenCompiled", ("both", "decode", "prefill"))
+    Dtype = choices("Dtype", ("fp32", "bf16", "fp16"))
+    DeviceName = choices("DeviceName", ("auto", "cpu", "cuda"))
+    SidesMode = choices("SidesMode", ("auto", "paired", "apart"))
+    Strategy = choices("Strategy", ("none", "ddp", "fsdp"))
+    DistBackend = choices("DistBackend", ("auto", "nccl", "gloo"))
+    LauncherName = choices("LauncherName", ("local", "slurm", "debug"))
+    LoggerMode = choices("LoggerMode", ("offline", "online", "disabled"))
+    FailureClass = choices("FailureClass", FAILURE_CLASSES)
+    VerdictCache = choices("VerdictCache", ("cold", "warm"))
+    CompileScope = choices("CompileScope", ("model", "blocks", "regions"))
+    CompilePath = choices("CompilePath", ("jit", "aoti"))
+    MatmulPrecision = choices("MatmulPrecision", ("highest", "high", "medium"))
 
 
 def check_min(key: str, value: float | None, low: float, strict: bool = False) -> None:
@@ -375,7 +416,9 @@ class RetryConfig:
 
     max_retries: int = 0
     """Extra attempts for a failed job whose class is in `on`."""
-    on: list[FailureClass] = field(default_factory=lambda: ["crash", "timeout", "oom"])
+    on: list[FailureClass] = field(
+        default_factory=lambda: cast(list[FailureClass], ["crash", "timeout", "oom"])
+    )
     """Failure classes worth retrying."""
 
     def __post_init__(self) -> None:

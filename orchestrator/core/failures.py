@@ -140,7 +140,7 @@ def user_frame(exc: BaseException) -> str | None:
     cause first); else the innermost frame outside torch and this package (a transformers model's
     own line); None when every frame is torch's or ours."""
     chain: list[BaseException] = []
-    seen = exc
+    seen: BaseException | None = exc
     while seen is not None and seen not in chain:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
@@ -162,9 +162,9 @@ def user_frame(exc: BaseException) -> str | None:
     return None
 
 
-def first_rank_error(job_dir: Path) -> dict | None:
+def first_rank_error(job_dir: Path) -> dict[str, Any] | None:
     """The earliest error any rank recorded, or None."""
-    errors = []
+    errors: list[dict[str, Any]] = []
     for path in job_dir.glob(RANK_ERROR.format("*")):
         try:
             errors.append(json.loads(path.read_text()))

@@ -78,7 +78,7 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def write_json_atomic(path: Path, data: dict) -> None:
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     """Write to a temp file in the same folder, then rename: readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -93,15 +93,16 @@ def write_json_atomic(path: Path, data: dict) -> None:
         raise
 
 
-def read_json(path: Path) -> dict | None:
+def read_json(path: Path) -> dict[str, Any] | None:
     """A JSON file's content, or None if it is absent or unreadable (never half-trusted)."""
     try:
-        return json.loads(path.read_text())
+        data: dict[str, Any] | None = json.loads(path.read_text())
+        return data
     except (FileNotFoundError, json.JSONDecodeError):
         return None
 
 
-def read_result(job_dir: Path) -> dict | None:
+def read_result(job_dir: Path) -> dict[str, Any] | None:
     """The job's result, or None if there is none (or it is unreadable)."""
     return read_json(job_dir / RESULT_FILE)
 
@@ -114,4 +115,5 @@ def has_result(job_dir: Path) -> bool:
 def read_plan(sweep_dir: Path) -> dict[str, Any]:
     """The sweep's planned jobs (`plan.json`: id -> label and axes), in plan order; {} if absent."""
     plan = read_json(sweep_dir / PLAN_FILE)
-    return plan["jobs"] if plan else {}
+    jobs: dict[str, Any] = plan["jobs"] if plan else {}
+    return jobs

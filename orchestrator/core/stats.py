@@ -10,8 +10,12 @@ the result says so (`speedup_ci_scope`).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 Z95 = (2.5, 97.5)  # the percentiles of a 95% interval
 Z_95 = 1.959964  # the normal quantile of a two-sided 95% interval
@@ -32,7 +36,8 @@ def _resample(groups: list[np.ndarray], rng: np.random.Generator, resamples: int
         n_proc, n_rep = table.shape
         procs = rng.integers(0, n_proc, size=(resamples, n_proc, 1))
         reps = rng.integers(0, n_rep, size=(resamples, n_proc, n_rep))
-        return np.median(table[procs, reps].reshape(resamples, -1), axis=1)
+        pooled_medians: np.ndarray = np.median(table[procs, reps].reshape(resamples, -1), axis=1)
+        return pooled_medians
     medians = np.empty(resamples)
     for b in range(resamples):
         picked = rng.integers(0, len(groups), size=len(groups))
@@ -115,7 +120,7 @@ def percentiles(values: list[float], qs: tuple[int, ...] = (50, 90, 99)) -> dict
     return {q: float(v) for q, v in zip(qs, np.percentile(np.asarray(values, dtype=float), qs), strict=True)}
 
 
-def rel_error(values: list, reference: list) -> float:
+def rel_error(values: list[torch.Tensor], reference: list[torch.Tensor]) -> float:
     """||values - reference|| / ||reference|| over lists of tensors, in float64; NaN stays NaN."""
     num = 0.0
     den = 0.0
@@ -128,7 +133,9 @@ def rel_error(values: list, reference: list) -> float:
     return math.sqrt(num) / max(math.sqrt(den), 1e-30)
 
 
-def geomean_ci(speedups: list[float], lows: list[float | None], highs: list[float | None]) -> tuple:
+def geomean_ci(
+    speedups: list[float], lows: list[float | None], highs: list[float | None]
+) -> tuple[float, float | None, float | None]:
     """Geometric mean of the models' speedups and its 95% CI.
 
     The suite is a fixed set of models (as in PyTorch's dashboard), so the interval carries each

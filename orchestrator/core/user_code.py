@@ -19,8 +19,8 @@ from orchestrator.core.failures import ConfigError
 
 
 def _under(module: object, root: Path) -> bool:
-    file = getattr(module, "__file__", None)
-    return bool(file) and Path(file).resolve().is_relative_to(root)
+    file: str | None = getattr(module, "__file__", None)
+    return bool(file and Path(file).resolve().is_relative_to(root))
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ import inspect
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -55,7 +56,7 @@ class Package(nn.Module):
 
 def _load(path: Path, device: torch.device) -> object:
     load = torch._inductor.aoti_load_package
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     if device.type == "cuda" and "device_index" in inspect.signature(load).parameters:  # newer torch
         kwargs["device_index"] = device.index if device.index is not None else torch.cuda.current_device()
     return load(str(path), **kwargs)

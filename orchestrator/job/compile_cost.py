@@ -15,6 +15,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch._dynamo
@@ -47,7 +48,7 @@ def summarize(metrics: list) -> CompileMetrics:
     run-time entries, for the autotuning done at run time)."""
     phases = dict.fromkeys(COMPILE_PHASES, 0.0)
     out = CompileMetrics(compile_frames=len(compiled(metrics)))
-    counts = dict.fromkeys(COUNTED, 0)
+    counts: dict[str, Any] = dict.fromkeys(COUNTED, 0)
     for m in metrics:
         inductor = _us(m, "inductor_cumulative_compile_time_us")
         codegen = _us(m, "inductor_code_gen_cumulative_compile_time_us")
@@ -71,7 +72,8 @@ def summarize(metrics: list) -> CompileMetrics:
             out.recompile_reasons.append(str(m.recompile_reason)[:300])
         if getattr(m, "cudagraph_skip_reason", None):
             out.cudagraph_skip_reasons.append(str(m.cudagraph_skip_reason)[:300])
-    out = dataclasses.replace(out, **counts, **{f"phase_{k}_s": v for k, v in phases.items()})
+    phase_s: dict[str, Any] = {f"phase_{k}_s": v for k, v in phases.items()}
+    out = dataclasses.replace(out, **counts, **phase_s)
     out.compile_cache_hits = out.fx_cache_hits + out.aot_cache_hits
     return out
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
+from typing import cast
 
 import torch
 from torch import nn
@@ -34,7 +35,7 @@ def unwrap(model: nn.Module) -> nn.Module:
     """The plain module under torch.compile's and DDP's wrappers (its state_dict has plain keys)."""
     while True:
         if hasattr(model, "_orig_mod"):
-            model = model._orig_mod
+            model = cast(nn.Module, model._orig_mod)  # torch.compile's wrapper: the module it compiled
         elif isinstance(model, nn.parallel.DistributedDataParallel):
             model = model.module
         else:

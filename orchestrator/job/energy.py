@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 
@@ -33,7 +34,7 @@ def _nvml_counter(device: str) -> tuple[Counter | None, str | None]:
         return None, "energy: not measured (nvidia-ml-py is not installed)"
     try:
         pynvml.nvmlInit()
-        props = torch.cuda.get_device_properties(dev)
+        props: Any = torch.cuda.get_device_properties(dev)  # pci_* fields: newer than some torch's stubs
         bus = getattr(props, "pci_bus_id", None)
         if bus is None:  # an older torch: NVML's order is CUDA's when CUDA_VISIBLE_DEVICES is unset
             handle = pynvml.nvmlDeviceGetHandleByIndex(dev.index or 0)

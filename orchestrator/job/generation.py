@@ -83,7 +83,8 @@ def sides(ctx: JobContext, decoder: Decoder) -> tuple[GenSide, GenSide]:
     under `compile.mode=eager` both sides eager (the control)."""
     what = ctx.cfg.generate.compiled
     eager = GenSide("eager", decoder.forward, decoder.forward, decoder.new_cache())
-    prefill, decode = decoder.forward, decoder.forward
+    prefill: Step = decoder.forward
+    decode: Step = decoder.forward
     if ctx.compiled_mode:
         kwargs = compile_kwargs(ctx.cfg.compile)
         prefill = torch.compile(_prefill_of(decoder), **kwargs) if what in ("both", "prefill") else prefill
@@ -147,7 +148,7 @@ def run_generation(ctx: JobContext) -> None:
                 r.parity, out.gen_parity_errors = generation_checks.teacher_forced(
                     ctx, eager, compiled, decoder, prompt, pos, ref
                 )
-        ref = None  # the upcast copy: out of the timings' memory and the memory figures
+        del ref  # the upcast copy: out of the timings' memory and the memory figures
         if ctx.device.type == "cuda":
             torch.cuda.empty_cache()
         with ctx.clock.phase("timed"), compile_cost.frames_compiled() as timed_frames:

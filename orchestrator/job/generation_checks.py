@@ -34,9 +34,13 @@ from workloads.decoding import Decoder, decoder_of
 class Side(Protocol):
     """A side as job/generation.py makes it: its prefill and decode step, and its own cache."""
 
-    name: str
-    prefill: Callable[..., torch.Tensor]
-    decode: Callable[..., torch.Tensor]
+    @property
+    def name(self) -> str: ...
+    @property
+    def prefill(self) -> Callable[..., torch.Tensor]: ...
+    @property
+    def decode(self) -> Callable[..., torch.Tensor]: ...
+
     cache: Any
 
 
@@ -92,7 +96,7 @@ def judged(
     the better rule's error over its limit (at most 1: passed; NaN anywhere: infinite, never passes)
     and `by_tol` whether that rule is the tolerance's."""
     close = rel_error([mine], [eager])
-    out = {"close": close, "err": close, "eager_err": None, "limit": tol}
+    out: dict[str, Any] = {"close": close, "err": close, "eager_err": None, "limit": tol}
     by_tol = close / tol if close == close else math.inf
     by_ref = math.inf
     if truth is not None:

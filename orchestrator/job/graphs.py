@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -136,7 +137,7 @@ def explain(ctx: JobContext) -> Explain:
         expanded += expanded_masks(gm)
         graph = recorder(gm, example_inputs)
 
-        def run(*args: object) -> object:
+        def run(*args: Any) -> object:
             if not counting:
                 return graph(*args)
             with in_graphs:

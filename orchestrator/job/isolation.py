@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from types import ModuleType
+from typing import Any
 
 import torch
 
@@ -57,8 +58,8 @@ def cpu_snapshot() -> Isolation:
     return Isolation(**fields, iso_ok=not busy, iso_note=note)
 
 
-def _read(nvml: ModuleType, fn: str, *args: object) -> object:
-    """One NVML reading; None where this GPU or driver does not support it."""
+def _read(nvml: ModuleType, fn: str, *args: object) -> Any:
+    """One NVML reading (a number, a list, bytes); None where this GPU or driver does not support it."""
     try:
         return getattr(nvml, fn)(*args)
     except nvml.NVMLError:

@@ -18,6 +18,7 @@ What is counted, a lower bound on what the kernels move (docs/limits.md has the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -40,7 +41,7 @@ class ServedShape:
     query_width: int  # query heads x head dim of one layer
 
 
-def lookup_tables(model: nn.Module) -> list[nn.Parameter]:
+def lookup_tables(model: nn.Module) -> list[torch.Tensor]:
     """Embedding tables read row by row: an `nn.Embedding`'s weight that no other module holds (a
     table tied to the LM head is read whole by that matmul)."""
     held = {id(p) for m in model.modules() if not isinstance(m, nn.Embedding) for p in m.parameters(False)}
@@ -72,7 +73,8 @@ def served_shape(
     """The counts for one model served at `batch` sequences, from its parameters and its cache."""
     tables = {id(t) for t in lookup_tables(model)}
     matmul = [p for p in model.parameters() if p.dim() >= 2 and id(p) not in tables]
-    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    # a transformers model's method (nn.Module's __getattr__ types an attribute a Tensor or Module)
+    head = cast(Any, model).get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     head_weight = getattr(head if head is not None else getattr(model, "lm_head", None), "weight", None)
     return ServedShape(
         weight_bytes=weight_bytes_read(model, batch),

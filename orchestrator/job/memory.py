@@ -45,6 +45,7 @@ def measure_memory(ctx: JobContext, eager: Side, compiled: Side) -> Memory:
         peak = torch.cuda.max_memory_allocated(ctx.device) - before + state_bytes(side)
         into.peak_gib = ctx.all_reduce_max(peak / GIB)
         into.reserved_gib = ctx.all_reduce_max(torch.cuda.max_memory_reserved(ctx.device) / GIB)
+    assert out.compiled.peak_gib is not None  # both sides measured above
     out.memory_ratio = out.compiled.peak_gib / out.eager.peak_gib if out.eager.peak_gib else None
     if ctx.cfg.compile.mode in CUDAGRAPH_MODES:
         out.memory_note = (

@@ -18,7 +18,7 @@ from torch import nn
 
 from orchestrator.config.schema import CompileConfig
 from orchestrator.core.user_code import import_target
-from orchestrator.job.scope import compile_scoped, copied_blocks, set_child
+from orchestrator.job.scope import compile_scoped, compiled, copied_blocks, set_child
 from workloads import Workload
 
 
@@ -140,7 +140,7 @@ def _fsdp(model: nn.Module, workload: Workload, kwargs: dict | None, dtype: str)
     mp = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32)
     for parent, attr, block in blocks:
         if kwargs is not None:
-            block = torch.compile(block, **kwargs)
+            block = compiled(block, kwargs)
             set_child(parent, attr, block)
         fully_shard(block, mp_policy=mp)
     fully_shard(model, mp_policy=mp)

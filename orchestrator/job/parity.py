@@ -188,9 +188,9 @@ def check_parity(ctx: JobContext, eager: Side, compiled: Side, out: dict, fp64: 
     against: Reference = (flat_tensors(out["eager"]), eager_grads, buffers(eager.model))
     if upcast is not None or distributed:  # the unwrapped single-process model (upcast where affordable)
         try:
-            reference = reference_step(ctx, upcast)
-            errs = _errors(ctx, eager, compiled, out, reference)
-            against = reference
+            upcast_ref = reference_step(ctx, upcast)
+            errs = _errors(ctx, eager, compiled, out, upcast_ref)
+            against = upcast_ref
         except torch.OutOfMemoryError:
             if upcast != torch.float32:
                 raise  # the sides with an fp64 copy: the sides do not fit (protocol.py runs them apart)

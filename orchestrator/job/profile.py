@@ -228,8 +228,8 @@ def profile_sides(
     speed = ctx.result.speed
     for name, side in (("eager", out.eager), ("compiled", out.compiled)):
         ms = getattr(speed, name).ms if speed else None
-        side.bytes_per_step = moved[name]
+        side.bytes_per_step = moved_bytes = moved[name]
         side.flops_per_s = flops / (ms / 1000) if flops and ms else None
-        side.bytes_per_s = moved[name] / (ms / 1000) if moved[name] and ms else None
-        side.intensity = flops / moved[name] if flops and moved[name] else None
+        side.bytes_per_s = moved_bytes / (ms / 1000) if moved_bytes and ms else None
+        side.intensity = flops / moved_bytes if flops and moved_bytes else None
     return out

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import math
+from typing import Any
 
 import torch
 
@@ -55,7 +56,7 @@ def check_random_parity(ctx: JobContext) -> Parity:
     # Inductor's reordering passes move random ops in the call order, so that the same random numbers
     # land on other tensors: on the H200, T5-base training read 0.33 on gradients with them and 0.031
     # without (benchmarks/h200-reasons/, section D). The checked copy keeps eager's order.
-    no_reorder = {"reorder_for_peak_memory": False, "reorder_for_locality": False}
+    no_reorder: dict[str, Any] = {"reorder_for_peak_memory": False, "reorder_for_locality": False}
     with torch._inductor.config.patch(fallback_random=True, **no_reorder):
         reference = Side(prepare(ctx.wl, strategy, as_eager, ctx.device, dtype))
         checked = Side(prepare(ctx.wl, strategy, cfg.compile, ctx.device, dtype))
@@ -105,6 +106,7 @@ def _judge_by_rounding(ctx: JobContext, parity: Parity, errors: dict[str, float]
         )
         return
     tol, m, close = parity.parity_tol, cfg.bench.parity_multiplier, parity.parity_vs_eager
+    assert tol is not None and close is not None  # check_parity set both; the caller checked `close`
     eager_err = reference_error(rounded, truth)
     if not eager_err <= OWN_ERROR_CAP * tol:  # NaN and inf too
         parity.parity_note = (

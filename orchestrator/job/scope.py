@@ -10,6 +10,7 @@ the installed torch has it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 import torch
 from torch import nn
@@ -37,15 +38,20 @@ def copied_blocks(model: nn.Module, workload: Workload) -> Iterator[tuple[nn.Mod
 def set_child(parent: nn.Module, attr: str, module: nn.Module) -> None:
     """Replace a child (a list's item by its index) with `module`, its compiled form."""
     if attr.isdigit():
-        parent[int(attr)] = module  # type: ignore[index]
+        cast("nn.ModuleList | nn.Sequential", parent)[int(attr)] = module
     else:
         setattr(parent, attr, module)
+
+
+def compiled(module: nn.Module, kwargs: dict) -> nn.Module:
+    """torch.compile of a module: an OptimizedModule, an nn.Module (torch's stubs say a callable)."""
+    return cast(nn.Module, torch.compile(module, **kwargs))
 
 
 def compile_scoped(model: nn.Module, workload: Workload, kwargs: dict, scope: str) -> nn.Module:
     """`model` (a copy of the workload's) compiled with `kwargs` over `scope`."""
     if scope == "model":
-        return torch.compile(model, **kwargs)
+        return compiled(model, kwargs)
     blocks = list(copied_blocks(model, workload))
     if not blocks:
         raise CompileError(
@@ -54,7 +60,7 @@ def compile_scoped(model: nn.Module, workload: Workload, kwargs: dict, scope: st
         )
     if scope == "blocks":
         for parent, attr, block in blocks:
-            set_child(parent, attr, torch.compile(block, **kwargs))
+            set_child(parent, attr, compiled(block, kwargs))
         return model
     if not regions_supported():
         raise CompileError(
@@ -70,4 +76,4 @@ def compile_scoped(model: nn.Module, workload: Workload, kwargs: dict, scope: st
         if cls not in marked:
             marked[cls] = type(cls.__name__, (cls,), {"forward": region(cls.forward)})
         block.__class__ = marked[cls]
-    return torch.compile(model, **kwargs)
+    return compiled(model, kwargs)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from torch._dynamo.utils import counters
 
 from orchestrator.job.compile_cost import clear_compilation_metrics, compilation_metrics, summarize
@@ -17,14 +19,14 @@ def run_shape_schedule(ctx: JobContext, eager: Side, compiled: Side) -> Shapes:
     for seq in ctx.cfg.workload.shapes:
         inputs = ctx.wl.make_inputs(seq)
         graphs_before = counters["stats"]["unique_graphs"]
-        first = ctx.timed(lambda i=inputs: ctx.forward_backward(compiled.model, i))
-        second = ctx.timed(lambda i=inputs: ctx.forward_backward(compiled.model, i))
+        first = ctx.timed(partial(ctx.forward_backward, compiled.model, inputs))
+        second = ctx.timed(partial(ctx.forward_backward, compiled.model, inputs))
         new = counters["stats"]["unique_graphs"] - graphs_before
         if new:
             recompiles += new
             recompile_s += max(first - second, 0.0)
         ctx.forward_backward(eager.model, inputs)
-        eager_s += ctx.timed(lambda i=inputs: ctx.forward_backward(eager.model, i))
+        eager_s += ctx.timed(partial(ctx.forward_backward, eager.model, inputs))
         compiled_s += second
         for side in (eager, compiled):
             side.model.zero_grad(set_to_none=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import statistics
+from functools import partial
 
 import torch
 
@@ -83,7 +84,7 @@ def measure_speed(
     for i in range(b.repeats):
         for name in names if i % 2 == 0 else names[::-1]:
             with meter.side(name, b.steps_per_repeat):
-                steps = ctx.timed_steps(lambda s=sides[name]: ctx.step(s), b.steps_per_repeat)
+                steps = ctx.timed_steps(partial(ctx.step, sides[name]), b.steps_per_repeat)
             t.setdefault(f"{name}_ms", []).append(sum(steps) / len(steps) * 1000)
             t.setdefault(f"{name}_step_ms", []).extend(s * 1000 for s in steps)
         t.setdefault("process", []).append(process)

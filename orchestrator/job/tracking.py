@@ -11,6 +11,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Literal, cast
 
 import pandas as pd
 
@@ -32,11 +33,16 @@ def wandb_dirs(sweep_dir: Path) -> Iterator[None]:
         yield
 
 
-def _init(sweep_dir: Path, mode: str, **kwargs: object):
+def _init(sweep_dir: Path, mode: str, **kwargs: Any):
     import wandb
 
+    wandb_mode = cast(Literal["online", "offline", "disabled"], mode)  # logger.mode's choices
     return wandb.init(
-        dir=str(sweep_dir), mode=mode, reinit="create_new", settings=wandb.Settings(silent=True), **kwargs
+        dir=str(sweep_dir),
+        mode=wandb_mode,
+        reinit="create_new",
+        settings=wandb.Settings(silent=True),
+        **kwargs,
     )
 
 
@@ -84,6 +90,6 @@ def log_sweep(
         )
         table = df.astype(object).where(df.notna(), None)
         run.log({"results": wandb.Table(dataframe=table.astype(str))})
-        failed = int((df.get("status") != "ok").sum()) if len(df) else 0
+        failed = int((cast(pd.Series, df.get("status")) != "ok").sum()) if len(df) else 0
         run.summary.update({"jobs": len(df), "failed": failed})
         run.finish()

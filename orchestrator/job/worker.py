@@ -42,6 +42,7 @@ from orchestrator.job.peaks import node_peaks
 from orchestrator.job.primer import prime
 from orchestrator.job.protocol import SidesDoNotFit, run_protocol
 from orchestrator.job.result import Memory
+from orchestrator.job.side_process import SideAnswer
 from orchestrator.job.sides import sides_rule
 from orchestrator.job.skeleton import result_skeleton
 from orchestrator.job.trace import tlparse_report, torch_trace
@@ -85,7 +86,7 @@ def measure(spec: JobSpec, ctx: JobContext, cache: Path, probes: bool) -> None:
         with ctx.clock.phase("sides_alone"):
             processes.one_after_the_other(spec, ctx, cache, why)
         return
-    alone: dict[str, dict] = {}  # sides measured alone in the paired processes
+    alone: dict[str, SideAnswer] = {}  # sides measured alone in the paired processes
     if rule.processes > 1:
         with ctx.clock.phase("processes"):
             alone = processes.more_processes(spec, ctx, cache, rule.processes, probes, rule.memory_alone)

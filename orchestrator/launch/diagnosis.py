@@ -60,7 +60,7 @@ def diagnose(attempt: Attempt, state: str) -> tuple[str, str]:
     and its log: its time limit, the scheduler's verdict, or a crash (with the log's last line)."""
     tail = log_tail(attempt)
     try:
-        exc = attempt.job.exception()
+        exc: BaseException | None = attempt.job.exception()
     except Exception as e:  # submitit could not read the job's outcome: say what it said
         exc = e
     text = f"{exc}" if exc else ""

@@ -32,8 +32,8 @@ from orchestrator.core.failures import ConfigError
 T = TypeVar("T")
 SLURM_DEFAULT_MAX_ARRAY_SIZE = 1001
 # Launcher settings that become #SBATCH lines: what a refused sbatch may be about.
-SBATCH_KEYS = ("partition", "account", "qos", "time_min", "gpus_per_node", "cpus_per_task", "mem_gb")
-SBATCH_KEYS += ("constraint", "exclude", "additional_parameters")
+SBATCH_KEYS: tuple[str, ...] = ("partition", "account", "qos", "time_min", "gpus_per_node", "cpus_per_task")
+SBATCH_KEYS += ("mem_gb", "constraint", "exclude", "additional_parameters")
 
 
 @dataclass
@@ -89,7 +89,7 @@ def plan_arrays(
 
 
 def submit_arrays(
-    executor: submitit.SlurmExecutor,
+    executor: submitit.Executor,  # a SlurmExecutor: the arrays are sbatch's
     launcher: LauncherConfig,
     specs: list[T],
     parameters_of: Callable[[T], dict[str, Any]],

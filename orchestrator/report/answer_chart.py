@@ -30,6 +30,7 @@ def chart(verdict: Verdict) -> Chart:
     for v in drawn[:MAX_LINES]:
         name = f"{v.model}: {v.setting}" + (" (untrusted)" if v.outcome == "untrusted" else "")
         cost = v.compile_s
+        assert cost is not None  # as `drawn` has it
         low, high = v.saved_per_step_ci_ms
         fig.add_scatter(x=STEPS, y=_net(high, cost), showlegend=False, **EDGE)
         fig.add_scatter(x=STEPS, y=_net(low, cost), fill="tonexty", opacity=0.2,

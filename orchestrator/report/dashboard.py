@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -41,7 +43,9 @@ def _unique(df: pd.DataFrame, column: str, by: list[str]) -> None:
     df.loc[dup, column] = df.loc[dup, column] + " #" + df.loc[dup, COL.job_id].str[:6]
 
 
-def prepare(df: pd.DataFrame, sweep_dir: Path, plan: dict[str, dict]) -> tuple[pd.DataFrame, list[str]]:
+def prepare(
+    df: pd.DataFrame, sweep_dir: Path, plan: Mapping[str, Mapping[str, Any]]
+) -> tuple[pd.DataFrame, list[str]]:
     """The table with the labels the page uses, in page order: models as planned, modes canonical."""
     df, swept = with_axes(df.assign(label=df[COL.label] if COL.label in df else df[COL.job_id]), plan)
     x_axes = [c for c in swept if c != COL.mode]
@@ -117,7 +121,7 @@ def write_dashboard(
     sweep_dir: Path,
     df: pd.DataFrame,
     verdict: Verdict,
-    plan: dict[str, dict],
+    plan: Mapping[str, Mapping[str, Any]],
     upgrade: Upgrade | None = None,
     compare: pd.DataFrame | None = None,
 ) -> Path:

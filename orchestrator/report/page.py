@@ -8,6 +8,7 @@ import json
 import math
 import os
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -41,7 +42,7 @@ def _json_value(value: object) -> object:
     the text `inf` / `-inf` for an infinite number (JSON has no infinity: a bare `Infinity` token makes
     the browser's JSON.parse throw and every table stay empty; page.js sorts the text as the number)."""
     if hasattr(value, "item"):  # numpy scalars
-        value = value.item()  # type: ignore[union-attr]
+        value = value.item()
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     if isinstance(value, float) and math.isinf(value):
@@ -116,10 +117,10 @@ def links(df: pd.DataFrame, sweep_dir: Path) -> pd.DataFrame:
         logs = df[COL.error_log].where(df[COL.error_log].notna(), logs)
     own = COL.trace_dir if COL.trace_dir in df else "trace" if "trace" in df else None
     traces = df[own] if own else df[COL.job_id].map(lambda j: str(sweep_dir / "jobs" / j / "trace"))
-    return df.assign(
-        log=[_href(p, sweep_dir) for p in logs],
-        trace=[_href(p, sweep_dir) for p in traces],
-    )
+    # cells of text or None (pandas-stubs takes no None in a list given to assign)
+    log: list[Any] = [_href(p, sweep_dir) for p in logs]
+    trace: list[Any] = [_href(p, sweep_dir) for p in traces]
+    return df.assign(log=log, trace=trace)
 
 
 def results_columns(extra_axes: list[str]) -> list[tuple[str, str, bool]]:

@@ -83,10 +83,12 @@ def roofline_chart(ok: pd.DataFrame) -> Chart:
             hoverinfo="skip",
         )
     peaks = (
-        rows[[COL.peak_flops_per_s, COL.peak_bytes_per_s]].dropna() if COL.peak_bytes_per_s in rows else []
+        rows[[COL.peak_flops_per_s, COL.peak_bytes_per_s]].dropna()
+        if COL.peak_bytes_per_s in rows
+        else rows.iloc[0:0]
     )
     if len(peaks):
-        flops, bw = float(peaks.iloc[0, 0]), float(peaks.iloc[0, 1])
+        flops, bw = (float(v) for v in peaks.iloc[0])  # the first row's two peaks
         x = np.logspace(-1, 4, 60)
         fig.add_scatter(
             x=x.tolist(), y=(np.minimum(flops, x * bw) / 1e12).tolist(), mode="lines", name="device roof"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -77,7 +78,7 @@ def axis_text(value: Any) -> str:
     return str(value)
 
 
-def with_axes(df: pd.DataFrame, plan: dict[str, dict]) -> tuple[pd.DataFrame, list[str]]:
+def with_axes(df: pd.DataFrame, plan: Mapping[str, Mapping[str, Any]]) -> tuple[pd.DataFrame, list[str]]:
     """The table with one column per swept axis (from the sweep's plan.json) and their names.
 
     An axis that is already a result column (compile.mode -> mode) uses it; any other

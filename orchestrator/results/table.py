@@ -13,7 +13,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -94,7 +94,8 @@ def scalar_columns(df: pd.DataFrame) -> list[str]:
 
 def records(df: pd.DataFrame) -> list[dict[str, Any]]:
     """Each row as its result had it: the fields it has a value for (NaN and None left out)."""
-    return [{k: v for k, v in row.items() if present(v)} for row in df.to_dict("records")]
+    rows = cast(list[dict[str, Any]], df.to_dict("records"))  # the columns are the result's field names
+    return [{k: v for k, v in row.items() if present(v)} for row in rows]
 
 
 # What makes a distributed row and its single-process `none` row the same model and settings.
@@ -121,7 +122,7 @@ def add_scaling(df: pd.DataFrame) -> pd.DataFrame:
     rows = list(cells.where(cells.notna(), None).itertuples(index=False, name=None))
     strategies, samples = df[COL.strategy].tolist(), df[COL.compiled_samples_per_s].tolist()
     worlds = df[COL.world_size].tolist() if COL.world_size in df else [1] * len(df)
-    single: dict[tuple, Any] = {}
+    single: dict[tuple[Any, ...], Any] = {}
     for key, strategy, value in zip(rows, strategies, samples, strict=True):
         if strategy == "none":
             single[key] = None if key in single else value  # two `none` rows: no single baseline

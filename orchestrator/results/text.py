@@ -4,6 +4,7 @@ settings every row shares in the caption, and no line wider than PLAIN_WIDTH off
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -95,7 +96,7 @@ def format_cell(row: pd.Series, key: str) -> str:
 
 
 def table_cells(
-    df: pd.DataFrame, plan: dict[str, dict]
+    df: pd.DataFrame, plan: Mapping[str, Mapping[str, Any]]
 ) -> tuple[list[tuple[str, str]], list[list[str]], str]:
     """(columns, rows of cells, caption): swept axes as columns; settings all rows share go in the caption."""
     df, swept = with_axes(df, plan)
@@ -151,7 +152,7 @@ def plain_table(columns: list[tuple[str, str]], rows: list[list[str]], width: in
 
 
 def print_table(
-    df: pd.DataFrame, title: str, console: Any = None, plan: dict[str, dict] | None = None
+    df: pd.DataFrame, title: str, console: Any = None, plan: Mapping[str, Mapping[str, Any]] | None = None
 ) -> None:
     """The results table: rich on a terminal, plain lines (at most PLAIN_WIDTH wide) otherwise."""
     console = console or Console()
@@ -171,8 +172,8 @@ def print_table(
             console.print(line[:PLAIN_WIDTH], markup=False, highlight=False)
         return
     table = Table(title=title, caption=caption or None)
-    for _, head in columns:
-        table.add_column(head, overflow="fold")
+    for _, heading in columns:
+        table.add_column(heading, overflow="fold")
     status_at = [k for k, _ in columns].index(COL.status)
     for cells in rows:
         table.add_row(*cells, style=None if cells[status_at] == "ok" else "red")

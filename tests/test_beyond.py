@@ -12,8 +12,8 @@ from conftest import FAST, by_label
 
 from orchestrator.__main__ import main
 from orchestrator.config.plan import build_plan
-from orchestrator.job.energy import EnergyMeter
-from orchestrator.job.result import Energy
+from orchestrator.core.result import Energy
+from orchestrator.job.phases.energy import EnergyMeter
 from orchestrator.job.worker import run_job
 
 AOTI_FAST = "+compile.options.aot_inductor.compile_wrapper_opt_level=O0"  # C++ wrapper built faster
@@ -124,7 +124,7 @@ def test_aoti_package_is_timed_loaded_and_measured_against_eager(tmp_path, compi
 
 
 def test_aoti_links_the_shared_libstdcxx_on_linux_unless_the_user_links_their_own():
-    from orchestrator.job.aoti import link_configs
+    from orchestrator.job.phases.aoti import link_configs
 
     assert link_configs(None, "linux", None) == {"aot_inductor.custom_op_libs": [":libstdc++.so.6"]}
     assert link_configs(["mylib"], "linux", None) == {}  # the user's option stands as given
@@ -154,7 +154,7 @@ def test_aoti_package_that_cannot_load_is_a_compile_error_with_its_reason(tmp_pa
     from types import SimpleNamespace
 
     from orchestrator.core.failures import CompileError
-    from orchestrator.job.aoti import PACKAGE_FILE, cold_start
+    from orchestrator.job.phases.aoti import PACKAGE_FILE, cold_start
 
     package = tmp_path / PACKAGE_FILE
     package.write_bytes(b"not a zip archive")

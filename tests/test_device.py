@@ -1,4 +1,4 @@
-"""The job's device decision (orchestrator/job/device.py) on this machine, which has no CUDA."""
+"""The job's device decision (orchestrator/job/setup/device.py) on this machine, which has no CUDA."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import socket
 import pytest
 import torch
 
-from orchestrator.job.device import DeviceMissingError, check_device, expects_cuda, job_device
+from orchestrator.job.setup.device import DeviceMissingError, check_device, expects_cuda, job_device
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="about a host without CUDA")
 

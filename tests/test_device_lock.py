@@ -1,4 +1,4 @@
-"""The device lock of `launcher.overlap` (job/device_lock.py), with real processes: held until the
+"""The device lock of `launcher.overlap` (job/processes/device_lock.py), with real processes: held until the
 holder ends, not by what the holder forked; a wait bounded by its limit; and the runner's GPU slots."""
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ import pytest
 import torch
 
 from orchestrator.core.failures import DeviceWaitTimeout
-from orchestrator.job.device_lock import hold_device
-from orchestrator.job.wall import WallClock
+from orchestrator.job.phases.wall import WallClock
+from orchestrator.job.processes.device_lock import hold_device
 from orchestrator.launch.runner import spread
 
 HOLDER = textwrap.dedent(
     """
     import os, sys, time, torch
     from pathlib import Path
-    from orchestrator.job.device_lock import hold_device
-    from orchestrator.job.wall import WallClock
+    from orchestrator.job.processes.device_lock import hold_device
+    from orchestrator.job.phases.wall import WallClock
     hold_device(torch.device("cpu"), WallClock(), wait_s=60, lock_dir=Path(sys.argv[1]))
     child = os.fork()
     if child == 0:  # a child forked without exec outlives the holder: it must not keep the lock

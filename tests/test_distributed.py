@@ -68,7 +68,7 @@ def test_fsdp_compiles_each_block_then_shards_it_then_the_root(tmp_path):
 
     from orchestrator.config.schema import CompileConfig, WorkloadConfig
     from orchestrator.core.user_code import user_code
-    from orchestrator.job.parallelize import prepare
+    from orchestrator.job.setup.parallelize import prepare
     from workloads import build_workload
 
     cfg = WorkloadConfig(name="module", target="user_models:Stacked", path=str(TESTS), inputs=[[4, 32]])
@@ -94,7 +94,7 @@ def test_ranks_beyond_the_gpus_share_them_over_gloo(monkeypatch):
     set by monkeypatch; the H200 run in benchmarks/h200-parallel-1gpu/shared-gpu/ is the real one."""
     import torch
 
-    from orchestrator.job.parallelize import dist_backend, local_device, ranks_per_gpu
+    from orchestrator.job.setup.parallelize import dist_backend, local_device, ranks_per_gpu
 
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
@@ -123,7 +123,7 @@ def _rank_weights(rank: int, store: str, out: str) -> None:
     import torch
     import torch.distributed as dist
 
-    from orchestrator.job.parallelize import same_weights_on_every_rank
+    from orchestrator.job.setup.parallelize import same_weights_on_every_rank
 
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
     torch.manual_seed(rank)  # as if each rank's device drew other numbers from the same seed
@@ -151,7 +151,7 @@ def _rank_gather(rank: int, store: str, out: str) -> None:
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import Shard, distribute_tensor
 
-    from orchestrator.job.parallelize import full_tensor, gather_through_host
+    from orchestrator.job.setup.parallelize import full_tensor, gather_through_host
 
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
     mesh = init_device_mesh("cpu", (2,))
@@ -172,7 +172,7 @@ def test_a_sharded_tensor_gathered_through_host_memory_is_whole(tmp_path):
     import torch
     import torch.multiprocessing as mp
 
-    from orchestrator.job.parallelize import full_tensor
+    from orchestrator.job.setup.parallelize import full_tensor
 
     mp.spawn(_rank_gather, args=(str(tmp_path / "store"), str(tmp_path / "g")), nprocs=2)
     whole = torch.arange(15.0).view(5, 3)

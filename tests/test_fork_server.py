@@ -1,4 +1,4 @@
-"""The fork server (job/fork_server.py): a job's fresh processes fork from one process that did the
+"""The fork server (job/processes/fork_server.py): a job's fresh processes fork from one process that did the
 imports. Real processes throughout: the server, its forks, an interpreter where a fork would differ."""
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from conftest import wait_until
 from test_faults import alive
 
 from orchestrator.core.env_scope import scoped_environ
-from orchestrator.job import fork_server
-from orchestrator.job.fresh import run_module
-from orchestrator.job.supervisor import PYTHON
+from orchestrator.job.processes import fork_server
+from orchestrator.job.processes.fresh import run_module
+from orchestrator.job.processes.supervisor import PYTHON
 
 ENTRY = """
 import os, sys, time
 from pathlib import Path
 
 def answer(spec, req):
-    from orchestrator.job import fork_server
+    from orchestrator.job.processes import fork_server
     if req["how"] == "exit7":
         os._exit(7)
     if req["how"] == "wait":  # until killed
@@ -66,7 +66,9 @@ def test_a_fork_is_a_fresh_process_that_skipped_the_imports(tmp_path, monkeypatc
             json.dumps({"kind": "forked_entry:answer", "how": "wait", "started": str(started)})
         )
         with open(os.devnull) as nothing:
-            child = fork_server.start("orchestrator.job.fresh", request, False, (nothing.fileno(), 1, 2))
+            child = fork_server.start(
+                "orchestrator.job.processes.fresh", request, False, (nothing.fileno(), 1, 2)
+            )
         assert child is not None
         wait_until(started.exists, 60, "the fork started")
         assert int(started.read_text()) == child.pid
@@ -85,13 +87,17 @@ def test_without_a_server_a_fresh_process_is_an_interpreter(tmp_path, monkeypatc
     monkeypatch.delenv(fork_server.ADDRESS_ENV, raising=False)
     with open(os.devnull) as nothing:
         assert (
-            fork_server.start("orchestrator.job.fresh", tmp_path / "r.json", False, (nothing.fileno(), 1, 2))
+            fork_server.start(
+                "orchestrator.job.processes.fresh", tmp_path / "r.json", False, (nothing.fileno(), 1, 2)
+            )
             is None
         )
     monkeypatch.setenv(fork_server.ADDRESS_ENV, str(tmp_path / "gone" / "socket"))
     with open(os.devnull) as nothing:
         assert (
-            fork_server.start("orchestrator.job.fresh", tmp_path / "r.json", False, (nothing.fileno(), 1, 2))
+            fork_server.start(
+                "orchestrator.job.processes.fresh", tmp_path / "r.json", False, (nothing.fileno(), 1, 2)
+            )
             is None
         )
 

@@ -79,7 +79,7 @@ def test_every_decoder_generates_with_teacher_forced_parity_and_every_figure(ser
         assert r["compiled_first_ttft_ms"] > r["compiled_ttft_ms"], "the cold prefill compiles"
         assert r["gen_compile_s"] > 0 and r["compile_s"] == r["gen_compile_s"] and r["gen_frames"] >= 2
         # MBU: the bytes a decode step reads over its time, against this CPU's measured copy bandwidth;
-        # no datasheet for a CPU, so that figure stays null (job/limits.py; tests/test_limits.py counts).
+        # no datasheet for a CPU, so that figure stays null (job/phases/limits.py; test_limits.py counts).
         assert r["gen_bandwidth_basis"].startswith("measured: copy") and r["gen_spec_tb_s"] is None
         assert r["gen_decode_bytes"] > r["gen_weight_bytes"] > 0 and r["gen_kv_bytes_per_position"] > 0
         for side in ("eager", "compiled"):
@@ -170,8 +170,8 @@ def test_a_cache_used_wrongly_fails_before_anything_is_timed():
 
     from orchestrator.config.schema import Config
     from orchestrator.job.context import JobContext
-    from orchestrator.job.generation import GenSide
-    from orchestrator.job.generation_checks import check_cache_path, reference_of
+    from orchestrator.job.phases.generation import GenSide
+    from orchestrator.job.phases.generation_checks import check_cache_path, reference_of
     from workloads import build_workload
     from workloads.decoding import GPTDecoder
 
@@ -204,7 +204,7 @@ def test_logits_are_judged_by_eagers_own_error_against_the_reference():
     past the tolerance from eager; one three times further off than the rule allows fails."""
     import torch
 
-    from orchestrator.job.generation_checks import judged
+    from orchestrator.job.phases.generation_checks import judged
 
     g = torch.Generator().manual_seed(0)
     truth = torch.randn(4, 1000, generator=g, dtype=torch.float64)
@@ -230,7 +230,7 @@ def test_bf16_generation_serves_bf16_weights_without_autocast():
 
     from orchestrator.config.schema import Config, WorkloadName
     from orchestrator.job.context import JobContext
-    from orchestrator.job.generation import run_generation
+    from orchestrator.job.phases.generation import run_generation
     from workloads import build_workload
 
     cfg = Config()

@@ -1,4 +1,4 @@
-"""The isolation snapshot (orchestrator/job/isolation.py) and its flag in the table and dashboard."""
+"""The isolation snapshot (orchestrator/job/phases/isolation.py) and its flag in the table and dashboard."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import torch
 from rich.console import Console
 
-from orchestrator.job import isolation
+from orchestrator.job.phases import isolation
 from orchestrator.results.text import print_table
 
 

@@ -1,4 +1,4 @@
-"""Decode MBU and prefill MFU (job/limits.py): the bytes a decode token reads and a prefill's FLOPs,
+"""Decode MBU and prefill MFU (job/phases/limits.py): the bytes a decode token reads and a prefill's FLOPs,
 on real tiny transformers decoders against a hand count of their parameters and cache, and against
 torch's own FLOP counter; a figure with no known peak stays null and says why."""
 
@@ -9,7 +9,7 @@ import torch
 import transformers
 from torch.utils.flop_counter import FlopCounterMode
 
-from orchestrator.job import limits
+from orchestrator.job.phases import limits
 from workloads.decoding import decoder_of
 
 BATCH, PROMPT, NEW = 2, 6, 4

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from orchestrator.job.context import Side
-from orchestrator.job.memory import state_bytes
+from orchestrator.job.phases.memory import state_bytes
 
 
 def test_state_bytes_counts_weights_grads_and_optimizer_state():

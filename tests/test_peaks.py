@@ -1,4 +1,4 @@
-"""Peaks for MFU (orchestrator/job/peaks.py): the spec table by device name, and measured peaks
+"""Peaks for MFU (orchestrator/job/phases/peaks.py): the spec table by device name, and measured peaks
 cached once per node in the sweep directory (measured here on the CPU, for real)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 import torch
 from conftest import ROOT, by_label, run_cli
 
-from orchestrator.job import peaks
+from orchestrator.job.phases import peaks
 
 # Names as torch.cuda.get_device_name() reports them, and the variant each must be read as.
 NAMES = [
@@ -81,7 +81,7 @@ def test_cpu_has_no_spec_peak():
 def test_measured_peaks_are_measured_once_per_node_and_cached(tmp_path):
     """Two processes ask at once: one measures (a real CPU matmul and copy), the other reads its file."""
     code = (
-        "import json, sys, torch; from orchestrator.job.peaks import node_peaks; "
+        "import json, sys, torch; from orchestrator.job.phases.peaks import node_peaks; "
         "print(json.dumps(node_peaks(torch.device('cpu'), sys.argv[1])))"
     )
     procs = [

@@ -1,5 +1,5 @@
 """Timings across processes, sides measured apart, and the calibration of the speedup's CI: real
-inductor on CPU, real fresh processes (job/side_process.py)."""
+inductor on CPU, real fresh processes (job/processes/side_process.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ BLOCK = ["workload=block", "bench.task=infer", "workload.batch_size=64", "worklo
 def test_paired_timings_span_processes_and_the_ci_says_so(tmp_path, monkeypatch):
     import dataclasses
 
-    from orchestrator.job import compile_probe, processes, worker
+    from orchestrator.job import worker
+    from orchestrator.job.processes import apart as processes
+    from orchestrator.job.processes import compile_probe
 
     probed, run_probe = [], compile_probe.run_probe  # a spy: the real probes run, their kinds are noted
     monkeypatch.setattr(
@@ -103,9 +105,9 @@ def test_a_fresh_process_stopped_from_outside_stops_the_job(tmp_path, monkeypatc
     import pytest
 
     from orchestrator.config.plan import build_plan
-    from orchestrator.job.fresh import run_fresh
+    from orchestrator.job.processes.fresh import run_fresh
 
-    (tmp_path / "dies_by.py").write_text(  # an entry of job/fresh.py's, by `module:function`
+    (tmp_path / "dies_by.py").write_text(  # an entry of job/processes/fresh.py's, by `module:function`
         "import os, resource, signal\n"
         "def answer(spec, req):\n"
         "    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
@@ -124,7 +126,7 @@ def test_a_fresh_process_stopped_from_outside_stops_the_job(tmp_path, monkeypatc
 
 
 def test_crash_line_names_the_frame_that_died():
-    from orchestrator.job.supervisor import crash_line
+    from orchestrator.job.processes.supervisor import crash_line
 
     dump = (
         "some warning\n\nFatal Python error: Segmentation fault\n\n"
@@ -160,7 +162,7 @@ def test_a_job_whose_side_process_is_stopped_writes_no_result(tmp_path):
     import pytest
 
     from orchestrator.config.plan import build_plan
-    from orchestrator.job.supervisor import run_child
+    from orchestrator.job.processes.supervisor import run_child
 
     target = "workload.target=user_models:StoppedInSideProcess"
     overrides = [*FAST, *USER, target, "compile.mode=eager", "bench.processes=2", "logger=none"]
@@ -178,7 +180,7 @@ def test_a_job_whose_compiler_is_stopped_writes_no_result(tmp_path):
     import pytest
 
     from orchestrator.config.plan import build_plan
-    from orchestrator.job.supervisor import run_child
+    from orchestrator.job.processes.supervisor import run_child
 
     backend = "compile.backend=user_models:stopped_compiler_backend"
     overrides = [*FAST, *USER, "workload.target=user_models:MLP", backend, "bench.processes=1"]

@@ -7,7 +7,7 @@ from pathlib import Path
 from conftest import FAST, TESTS
 
 from orchestrator.config.plan import build_plan
-from orchestrator.job.result import COMPILE_PHASES as PHASES
+from orchestrator.core.result import COMPILE_PHASES as PHASES
 from orchestrator.job.worker import run_job
 
 USER = ["workload=module", f"workload.path={TESTS}", "workload.inputs=[[8,32]]"]
@@ -173,7 +173,7 @@ def test_dropout_is_checked_with_matching_randomness_and_judged_by_eager_roundin
     import torch
     import torch._inductor.config
 
-    from orchestrator.job import parity, random_parity, speed
+    from orchestrator.job.phases import parity, random_parity, speed
 
     def weights(model):
         return {k: v.detach().clone() for k, v in model.state_dict().items()}

@@ -258,7 +258,7 @@ def test_timm_without_timm_says_what_to_install(tmp_path):
 
 
 def test_the_harness_numerics_are_scoped_to_the_job():
-    from orchestrator.job.compile_settings import matmul_precision
+    from orchestrator.job.setup.compile_settings import matmul_precision
 
     before = (
         torch.get_float32_matmul_precision(),

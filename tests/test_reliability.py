@@ -10,7 +10,7 @@ import pytest
 from conftest import FAST, ROOT, TESTS, by_label, run_cli
 
 from orchestrator.config.plan import build_plan
-from orchestrator.job.result import COL
+from orchestrator.core.result import COL
 from orchestrator.job.worker import run_job
 from orchestrator.launch.checks import check_plan
 
@@ -80,7 +80,7 @@ def test_an_answer_is_said_once_and_never_cut():
 def _row(**figures: object):
     import pandas as pd
 
-    from orchestrator.job.result import COL
+    from orchestrator.core.result import COL
 
     return pd.Series({getattr(COL, k): v for k, v in figures.items()})
 

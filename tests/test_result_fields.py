@@ -1,5 +1,5 @@
 """The result's types drive its documentation and its table: every field docs/results.md documents is
-a field of the types (job/result.py), and every field of the types is documented; a real result
+a field of the types (core/result.py), and every field of the types is documented; a real result
 file has exactly the fields its sections declare."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 import pytest
 from conftest import ROOT
 
-from orchestrator.job.result import FIELDS, JobResult, Parity, Speed, header, result_fields
+from orchestrator.core.result import FIELDS, JobResult, Parity, Speed, header, result_fields
 from orchestrator.results.table import TABLE_COLUMNS
 
 DOC = ROOT / "docs" / "results.md"
@@ -43,8 +43,8 @@ def test_the_doc_parser_reads_sides_and_their_continuations():
 def test_every_documented_field_is_a_field_of_the_types_and_vice_versa():
     documented = {f for f in documented_fields() if "/" not in f and "." not in f} - set(TABLE_COLUMNS)
     declared = set(FIELDS)
-    assert not documented - declared, f"documented, not in job/result.py: {sorted(documented - declared)}"
-    assert not declared - documented, f"in job/result.py, not documented: {sorted(declared - documented)}"
+    assert not documented - declared, f"documented, not in core/result.py: {sorted(documented - declared)}"
+    assert not declared - documented, f"in core/result.py, not documented: {sorted(declared - documented)}"
 
 
 def test_a_result_dict_has_exactly_the_fields_of_its_sections():
@@ -72,7 +72,7 @@ def test_a_result_reads_back_as_it_was_written_and_old_files_still_read():
     result under benchmarks/ (older schema versions) reads, keeping each value it holds."""
     import json
 
-    from orchestrator.job.result import SCHEMA_VERSION, SECTION_TYPES, CompileMetrics
+    from orchestrator.core.result import SCHEMA_VERSION, SECTION_TYPES, CompileMetrics
 
     full = JobResult(**{name: cls() for name, cls in SECTION_TYPES.items()}, timings={"eager_ms": [1.0]})
     full.compile.metrics = CompileMetrics(compile_frames=2)  # an inline part, merged into its section
@@ -169,7 +169,7 @@ def test_readers_name_result_fields_through_the_types():
     as a string subscript or `.get` key; and every `COL.<name>` anywhere in the package is a field."""
     import ast
 
-    from orchestrator.job.result import FIELDS
+    from orchestrator.core.result import FIELDS
 
     package = ROOT / "orchestrator"
     spelled, unknown = [], []

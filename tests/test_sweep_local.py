@@ -8,7 +8,7 @@ from dataclasses import fields
 
 from conftest import FAST, TESTS, by_label, results, run_cli
 
-from orchestrator.job.result import WallTime
+from orchestrator.core.result import WallTime
 
 
 def test_smoke_sweep_table_and_skip_on_rerun(tmp_path, fast):

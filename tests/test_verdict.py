@@ -399,7 +399,7 @@ def test_a_cuda_graph_recorded_at_run_time_is_no_frame_compiled():
     import torch
     from torch._dynamo.utils import dynamo_timed, get_runtime_metrics_context
 
-    from orchestrator.job import compile_cost
+    from orchestrator.job.phases import compile_cost
 
     torch._dynamo.reset()
     scale = torch.compile(lambda x, n: x * n, backend="eager")
@@ -424,7 +424,7 @@ def test_a_record_function_range_on_the_gpu_timeline_is_no_kernel():
     from torch.autograd import DeviceType
     from torch.autograd.profiler_util import FunctionEvent
 
-    from orchestrator.job.profile import device_kernels
+    from orchestrator.job.phases.profile import device_kernels
 
     def event(name: str, device: DeviceType, annotation: bool = False) -> FunctionEvent:
         return FunctionEvent(0, name, 1, 0, 10, device_type=device, is_user_annotation=annotation)
@@ -724,7 +724,7 @@ def test_a_launch_bound_eager_explains_a_gain_not_a_slow_compiled_step(template,
 def test_kernel_names_are_labelled_by_the_kind_of_work():
     """Names as the H200's profiles show them (benchmarks/h200-causes/): cuBLAS's nvjet and xmma
     GEMMs are matmuls, inductor's Triton kernels fused, PyTorch's own elementwise kernels elementwise."""
-    from orchestrator.job.profile import kernel_kind
+    from orchestrator.job.phases.profile import kernel_kind
 
     assert kernel_kind("nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_bias_TNT") == "matmul"
     assert kernel_kind("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8") == "matmul"
@@ -736,7 +736,7 @@ def test_kernel_names_are_labelled_by_the_kind_of_work():
     assert kernel_kind("flash_fwd_kernel<Flash_fwd_kernel_traits<64>>") == "attention"
     assert kernel_kind("TorchDynamo Cache Lookup") == "host" and kernel_kind("mystery") == "other"
     # Which attention each side ran, by its kernels' (a CPU's: aten ops') names.
-    from orchestrator.job.profile import attention_backend
+    from orchestrator.job.phases.profile import attention_backend
 
     assert attention_backend(["pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64>>"]) == "flash"
     assert attention_backend(["fmha_cutlassF_bf16_aligned_64x64_rf_sm80", "ampere_gemm"]) == "efficient"
@@ -752,7 +752,7 @@ def test_serving_lines_never_read_an_untrusted_batch_as_compile_not_paying():
 
     from orchestrator.analysis.answers import ModelVerdict
     from orchestrator.analysis.serving import batch_lines
-    from orchestrator.job.result import COL
+    from orchestrator.core.result import COL
 
     def sweep(outcomes: dict[int, str]) -> list[str]:
         df = pd.DataFrame(
@@ -938,7 +938,7 @@ def test_the_new_levers_are_named_only_where_their_cause_is_measured():
     """Autotuning for a compiled step that keeps the GPU busy in matmul kernels, and compiling the
     optimizer for a training step whose eager optimizer step takes a large share of it."""
     from orchestrator.analysis.causes import causes
-    from orchestrator.job.result import COL
+    from orchestrator.core.result import COL
 
     def row(**figures: object) -> pd.Series:
         return pd.Series({getattr(COL, k): v for k, v in figures.items()})
@@ -967,8 +967,8 @@ def test_an_expanded_attention_mask_is_counted_in_the_graph_and_names_its_lever(
     import torch.nn.functional as F
 
     from orchestrator.analysis.causes import causes
-    from orchestrator.job.graphs import expanded_masks
-    from orchestrator.job.result import COL
+    from orchestrator.core.result import COL
+    from orchestrator.job.phases.graphs import expanded_masks
 
     counted: list[int] = []
 

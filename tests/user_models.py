@@ -92,7 +92,7 @@ class StoppedInSideProcess(MLP):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         import sys
 
-        fresh = sys.modules.get("orchestrator.job.fresh")
+        fresh = sys.modules.get("orchestrator.job.processes.fresh")
         if fresh is not None and fresh.running == "side":
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)

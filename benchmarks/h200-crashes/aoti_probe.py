@@ -48,7 +48,7 @@ def _model(name: str, device: torch.device) -> tuple[nn.Module, tuple[torch.Tens
             model = nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 64))
         return model.eval(), (torch.randn(8, 64, device=device),)
     from orchestrator.config.schema import WorkloadConfig
-    from orchestrator.job.aoti import Autocast
+    from orchestrator.job.phases.aoti import Autocast
     from workloads import build_workload
 
     size = "gpt2" if name.startswith("gpt2") else "tiny"

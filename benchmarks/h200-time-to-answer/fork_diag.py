@@ -58,7 +58,7 @@ def answer(spec: object, req: dict) -> dict:
     import torch
     from transformers import BertConfig, BertModel
 
-    from orchestrator.job import fork_server
+    from orchestrator.job.processes import fork_server
 
     device = torch.device(req["where"])
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
@@ -121,9 +121,9 @@ def answer(spec: object, req: dict) -> dict:
 
 
 def main() -> None:
-    from orchestrator.job import fork_server
-    from orchestrator.job.fresh import run_module
-    from orchestrator.job.supervisor import PYTHON
+    from orchestrator.job.processes import fork_server
+    from orchestrator.job.processes.fresh import run_module
+    from orchestrator.job.processes.supervisor import PYTHON
 
     where = "cpu" if sys.argv[1:] == ["cpu"] else "cuda"
     work = os.path.abspath(os.environ.get("DIAG_DIR", "/tmp/fork-diag"))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from orchestrator.config.plan import build_plan
 from orchestrator.core.files import PLAN_FILE
-from orchestrator.job.result import flat
+from orchestrator.core.result import flat
 from orchestrator.job.skeleton import result_skeleton
 
 TEMPLATE = Path(__file__).with_name("template_result.json")

@@ -1,8 +1,8 @@
 """The sweep's answers, typed both ways: the verdict (`verdict.json`), its suite summary, and the
 upgrade A/B (`upgrade.json`). `to_dict` writes the file; `from_dict` reads one back, an older one
 too (keys it lacks take their defaults, keys no field declares are dropped). docs/results.md
-documents exactly these fields (tests/test_result_fields.py holds the two together). It runs over 250 lines:
-one concern, every answer type in one place, each field with its comment.
+documents exactly these fields (tests/test_result_fields.py holds the two together). One concern:
+every answer type in one place, each field with its comment.
 """
 
 from __future__ import annotations

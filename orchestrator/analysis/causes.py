@@ -7,7 +7,7 @@ call's own host overhead (guards, the compiled region's wrapper) and the kernels
 side (fusion). Each cause carries its number, the milliseconds of a step it accounts for where
 those are measured, and the setting that addresses it where one is known. Nothing here is inferred
 from the model's kind or size: a cause without its measurement is not named. A profile pass unlike the
-timed steps is not quoted (`idle.representative`). A little over 250 lines: one cause per measurement."""
+timed steps is not quoted (`idle.representative`). One cause per measurement."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pandas as pd
 from orchestrator.analysis.answers import Cause
 from orchestrator.analysis.idle import idle_causes, representative
 from orchestrator.core.numbers import is_false, number
-from orchestrator.job.result import COL, NO_REASON
+from orchestrator.core.result import COL, NO_REASON
 from orchestrator.results.present import duration
 
 LEFT_EAGER = 0.05  # a share of the forward left eager worth naming
@@ -202,7 +202,7 @@ def kind_split(row: pd.Series, side: str) -> dict[str, Any]:
 
 
 def _expanded_masks(row: pd.Series) -> int:
-    """SDPA calls of the compiled graph passed an expanded mask (job/graphs.py); 0: none, or not counted."""
+    """SDPA calls given an expanded mask in the graph (job/phases/graphs.py); 0: none, or not counted."""
     return int(number(row.get(COL.graph_expanded_masks)) or 0)
 
 

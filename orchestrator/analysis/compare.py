@@ -10,9 +10,9 @@ import pandas as pd
 from orchestrator.analysis.follow_up import main_rows
 from orchestrator.config.schema import CompareConfig
 from orchestrator.core.numbers import is_false, number
+from orchestrator.core.result import COL
 from orchestrator.core.stats import change_ci
 from orchestrator.core.stats import verdict as stats_verdict
-from orchestrator.job.result import COL
 
 # (column, threshold field, direction): +1 flags a rise, -1 a fall, relative to the baseline.
 # Compile time is gated on the cold figure (a private, empty cache): the one that job order cannot move.

@@ -23,7 +23,7 @@ from orchestrator.analysis.stack import SEPARATOR, walk
 from orchestrator.config.plan import job_id_of
 from orchestrator.config.spec import JobSpec, to_job_config
 from orchestrator.core.numbers import number
-from orchestrator.job.result import COL, keys_of
+from orchestrator.core.result import COL, keys_of
 
 
 def main_rows(df: pd.DataFrame) -> pd.DataFrame:

@@ -12,7 +12,7 @@ import pandas as pd
 from orchestrator.analysis.answers import Cause
 from orchestrator.config.schema import CUDAGRAPH_MODES
 from orchestrator.core.numbers import number
-from orchestrator.job.result import COL
+from orchestrator.core.result import COL
 
 PROFILE_STRETCH = 3.0  # the profiler's own host cost stretches a launch-bound step up to about 2x
 PROFILE_SLACK_MS = 2.0  # and adds its own time per op: a tiny CPU step of 0.17 ms profiled at 1.3 ms

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from orchestrator.core.numbers import number
-from orchestrator.job.result import COL
+from orchestrator.core.result import COL
 
 UPSTREAM = "benchmarks/upstream"
 

@@ -15,7 +15,7 @@ import pandas as pd
 from orchestrator.analysis.answers import ModelVerdict
 from orchestrator.config.schema import VerdictConfig
 from orchestrator.core.numbers import number, present
-from orchestrator.job.result import COL
+from orchestrator.core.result import COL
 from orchestrator.results.present import duration, join_values
 from orchestrator.results.present import sig as _sig
 
@@ -49,7 +49,7 @@ def _percent(x: float | None) -> str:
 
 def limits_line(row: pd.Series) -> str | None:
     """`generate`: where each side's decode stands against the card's bandwidth and its prefill against
-    its FLOP/s (job/limits.py), `compiled decode at 43% of measured bandwidth (40% of the datasheet's),
+    its FLOP/s (job/phases/limits.py), `compiled decode at 43% of measured bandwidth (40% of the datasheet's),
     eager at 6%; ...`; where no peak is known, that said with how to get one. None for other tasks
     and for results from before MBU was measured."""
     if row.get(COL.task) != "generate" or not present(row.get(COL.gen_decode_bytes)):

@@ -21,7 +21,7 @@ from orchestrator.analysis.causes import causes, ran_on_cuda
 from orchestrator.analysis.suite import passed_job
 from orchestrator.config.schema import CUDAGRAPH_MODES
 from orchestrator.core.numbers import number
-from orchestrator.job.result import COL
+from orchestrator.core.result import COL
 
 SEPARATOR = " + "  # between the levers of a stack, in a follow-up's `lever`
 # Levers that do nothing on a CPU: CUDA graphs, TF32, the math attention kernel's reduced precision,

@@ -11,8 +11,8 @@ import pandas as pd
 
 from orchestrator.analysis.answers import Suite, SuiteFlag, SuiteSetting
 from orchestrator.core.numbers import geomean, is_false, number
+from orchestrator.core.result import COL
 from orchestrator.core.stats import geomean_ci
-from orchestrator.job.result import COL
 from orchestrator.results.present import axis_text, ci_text, sig
 
 SLOW_SPEEDUP = 0.95  # PyTorch's dashboard: a compiled model this much slower than eager is flagged

@@ -17,7 +17,7 @@ import pandas as pd
 
 from orchestrator.config.schema import VerdictConfig
 from orchestrator.core.numbers import is_false, number, text
-from orchestrator.job.result import COL
+from orchestrator.core.result import COL
 from orchestrator.results.present import ci_text
 
 REMEDIES = {

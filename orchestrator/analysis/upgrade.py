@@ -25,9 +25,9 @@ from orchestrator.config.plan import job_id_of
 from orchestrator.config.schema import CompareConfig
 from orchestrator.core.files import write_json_atomic
 from orchestrator.core.numbers import number, text
+from orchestrator.core.result import COL
 from orchestrator.core.stats import change_ci
 from orchestrator.core.stats import verdict as change_verdict
-from orchestrator.job.result import COL
 from orchestrator.results.present import COMPILE_COLUMNS, PLAIN_WIDTH, join_values, model_columns, with_axes
 
 UPGRADE_FILE = "upgrade.json"

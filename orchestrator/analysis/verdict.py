@@ -2,8 +2,7 @@
 user declares (`verdict.steps`, `verdict.serve_s` of serving, or generate's `verdict.requests`), net
 of its compile cost (cold or warm), among the settings that passed; 'no measurable gain' when the
 speedup's CI includes 1; and the risks of the setting it names. Written to `verdict.json`, printed,
-and shown on the dashboard. One job, the verdict; a little over 250 lines because its lines of text
-are built here too.
+and shown on the dashboard. One job, the verdict; its lines of text are built here too.
 """
 
 from __future__ import annotations
@@ -36,8 +35,8 @@ from orchestrator.config.schema import VerdictConfig
 from orchestrator.core.failures import failure_message
 from orchestrator.core.files import write_json_atomic
 from orchestrator.core.numbers import is_false, number, payback_steps, saved_per_step_s, text
+from orchestrator.core.result import COL
 from orchestrator.core.stats import geomean_ci
-from orchestrator.job.result import COL
 from orchestrator.results.present import (
     PLAIN_WIDTH,
     axis_text,

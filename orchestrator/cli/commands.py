@@ -21,7 +21,7 @@ from orchestrator.config.schema import Config
 from orchestrator.config.spec import JobSpec, to_job_config
 from orchestrator.core.failures import ConfigError, failure_lines, failure_message, from_scheduler_state
 from orchestrator.core.files import RESULT_FILE, has_result, read_plan, read_result, write_json_atomic
-from orchestrator.job.result import COL
+from orchestrator.core.result import COL
 from orchestrator.launch.diagnosis import failure_result
 from orchestrator.launch.launchers import launcher_class
 from orchestrator.launch.ledger import read_ledger

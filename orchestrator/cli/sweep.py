@@ -1,5 +1,5 @@
 """One sweep from the command line: plan, check, launch, the follow-ups' rounds, gather, report.
-A little over 250 lines: the sweep's one path from the command line to its table, in order."""
+The sweep's one path from the command line to its table, in order."""
 
 from __future__ import annotations
 
@@ -28,10 +28,10 @@ from orchestrator.config.spec import JobSpec
 from orchestrator.core.env_scope import scoped_environ
 from orchestrator.core.failures import ConfigError
 from orchestrator.core.files import PLAN_FILE, write_json_atomic
-from orchestrator.job import fork_server
-from orchestrator.job.result import COL
-from orchestrator.job.supervisor import PYTHON
-from orchestrator.job.tracking import log_sweep
+from orchestrator.core.result import COL
+from orchestrator.job.processes import fork_server
+from orchestrator.job.processes.supervisor import PYTHON
+from orchestrator.job.setup.tracking import log_sweep
 from orchestrator.launch.checks import check_plan, check_sweep_dir
 from orchestrator.launch.launcher import uses_cuda
 from orchestrator.launch.launchers import launcher_class

@@ -283,7 +283,7 @@ class BenchConfig:
 @dataclass
 class GenerateConfig:
     """`bench.task=generate`: a prompt of `prompt_len` tokens at `workload.batch_size`, then
-    `new_tokens` greedy tokens over a KV cache, as a server runs a decoder (job/generation.py)."""
+    `new_tokens` greedy tokens over a KV cache, as a server runs a decoder (job/phases/generation.py)."""
 
     prompt_len: int = 64
     """Prompt tokens per request (P): the prefill's length."""
@@ -337,11 +337,11 @@ class LauncherConfig:
     """Jobs at once; null: one per free GPU on a GPU host, 1 on CPU (timings stay clean)."""
     fork_server: bool | None = None
     """Local launcher: each fresh process of a job is a fork of one process per sweep that has done
-    the imports (job/fork_server.py), not a new interpreter; null: for CPU jobs only (on the H200
+    the imports (job/processes/fork_server.py), not a new interpreter; null: for CPU jobs only (on the H200
     forked jobs' steps read slower: benchmarks/h200-time-to-answer/run4-ab)."""
     overlap: bool = False
     """Local launcher: two jobs per GPU (two on a CPU host), each measuring alone: a job takes its
-    device's node-local lock (job/device_lock.py) before it first touches the device and holds it
+    device's node-local lock (job/processes/device_lock.py) before it first touches the device and holds it
     until its process ends, so only start-up, set-up and imports run beside another job's
     measurements. Off until a GPU measurement shows the figures unchanged (docs/statistics.md)."""
     max_requeues: int = 1
@@ -566,7 +566,8 @@ class Config:
 
     def time_limit_s(self) -> float:
         """A job's time limit per attempt: `bench.timeout_s`, twice that under `launcher.overlap`, where
-        the job may first wait up to `bench.timeout_s` for its device's lock (job/device_lock.py)."""
+        the job may first wait up to `bench.timeout_s` for its device's lock
+        (job/processes/device_lock.py)."""
         return self.bench.timeout_s * (2 if self.launcher.overlap else 1)
 
     def _check_generate(self) -> None:

@@ -4,7 +4,7 @@ Bad input (a config value, a flag, a sweep directory) is a `ConfigError`: one li
 before anything runs. A job is `ok` or ends in exactly one class of FAILURE_CLASSES. Inside a job,
 the exception it raised decides (`classify`, called by the worker); its supervisor decides for a
 child that died without a result (`crash`) or hit submitit's time limit (`timeout`,
-job/supervisor.py); the orchestrator for a job that left no result at all, from its scheduler state
+job/processes/supervisor.py); the orchestrator for a job that left no result at all, from its scheduler state
 (`from_scheduler_state`), its log and the error a rank recorded before the job died
 (`first_rank_error`; launch/diagnosis.py).
 """

@@ -14,9 +14,9 @@ import torch.distributed as dist
 from torch import nn
 
 from orchestrator.config.schema import CUDAGRAPH_MODES, Config
-from orchestrator.job.parallelize import compile_kwargs
-from orchestrator.job.result import JobResult
-from orchestrator.job.wall import WallClock
+from orchestrator.core.result import JobResult
+from orchestrator.job.phases.wall import WallClock
+from orchestrator.job.setup.parallelize import compile_kwargs
 from workloads import Workload
 from workloads.inputs import Inputs, call
 
@@ -78,7 +78,7 @@ class JobContext:
     artifacts_dir: Path | None = None
     """Where the first compile's portable cache artifacts are saved (None: not saved)."""
     peaks: dict | None = None
-    """This node's measured peaks (`bench.measure_peaks`, job/peaks.py); None: the spec sheet's."""
+    """This node's measured peaks (`bench.measure_peaks`, job/phases/peaks.py); None: the spec sheet's."""
     job_dir: Path | None = None
     """The job's directory: AOTInductor packages and profiler traces are kept there."""
     start_state: dict | None = None
@@ -89,7 +89,7 @@ class JobContext:
     result: JobResult = field(default_factory=JobResult)
     """The job's result, section by section as the phases return them."""
     clock: WallClock = field(default_factory=WallClock)
-    """The job's wall clock: each phase's seconds (job/wall.py)."""
+    """The job's wall clock: each phase's seconds (job/phases/wall.py)."""
     timings: dict[str, list] = field(default_factory=dict)
     """Per repetition: `<side>_ms`, `process`; per step: `<side>_step_ms` (speed.measure_speed)."""
 
@@ -224,7 +224,7 @@ def job_model(cfg: Config, device: torch.device, cache: Path) -> Iterator[JobCon
     scope the job's own process measures in: the user's code on the path, the job's compile settings
     and its cache (the worker builds its own, phase by phase, in the same scope)."""
     from orchestrator.core.user_code import user_code
-    from orchestrator.job.compile_settings import compile_settings
+    from orchestrator.job.setup.compile_settings import compile_settings
     from workloads import build_workload
 
     with user_code(cfg.workload.path), compile_settings(cfg, cache):

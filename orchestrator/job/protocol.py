@@ -18,7 +18,9 @@ import torch
 
 from orchestrator.config.schema import CUDAGRAPH_MODES
 from orchestrator.core.failures import CompileError
-from orchestrator.job import (
+from orchestrator.core.result import JobResult, ModelFigures, Parity, Profile
+from orchestrator.job.context import JobContext, Side, first_line
+from orchestrator.job.phases import (
     aoti,
     compile_cost,
     convergence,
@@ -30,12 +32,10 @@ from orchestrator.job import (
     shapes,
     speed,
 )
-from orchestrator.job.compile_settings import numerics_now
-from orchestrator.job.context import JobContext, Side, first_line
-from orchestrator.job.parallelize import prepare
-from orchestrator.job.result import JobResult, ModelFigures, Parity, Profile
+from orchestrator.job.phases.tolerance import compute_dtype
+from orchestrator.job.setup.compile_settings import numerics_now
+from orchestrator.job.setup.parallelize import prepare
 from orchestrator.job.sides import SidesRule
-from orchestrator.job.tolerance import compute_dtype
 
 
 class SidesDoNotFit(torch.OutOfMemoryError):
@@ -120,7 +120,7 @@ def _both_sides(ctx: JobContext, rule: SidesRule) -> None:
     aoti_cost = None
     counting = profile.counting_compiled_bytes(cfg.bench.profile and ctx.compiled_mode)
     with clock.phase("first_calls"), counting:
-        if cfg.compile.path == "aoti":  # export and package instead of torch.compile (job/aoti.py)
+        if cfg.compile.path == "aoti":  # export and package instead of torch.compile (job/phases/aoti.py)
             compiled_model, r.aoti, aoti_cost = aoti.build(ctx)
         else:
             compiled_model = prepare(
@@ -153,7 +153,7 @@ def _both_sides(ctx: JobContext, rule: SidesRule) -> None:
     if ctx.compiled_mode and r.compile is not None and aoti_cost is None:
         again = compile_cost.recompiles(timed_frames)
         r.compile.step_recompiles, r.compile.step_recompile_reasons = len(again), again[:3]
-    # untimed, after the timed phase (job/profile.py); a failure is a note
+    # untimed, after the timed phase (job/phases/profile.py); a failure is a note
     if cfg.bench.profile or (cfg.verdict.profile and ctx.compiled_mode and ctx.world == 1):
         try:
             with clock.phase("profile"):

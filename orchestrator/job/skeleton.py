@@ -7,7 +7,7 @@ from enum import StrEnum
 import submitit
 
 from orchestrator.config.spec import JobSpec
-from orchestrator.job.result import FIELDS, Identity, JobResult, Outcome
+from orchestrator.core.result import FIELDS, Identity, JobResult, Outcome
 
 
 def log_paths() -> dict:

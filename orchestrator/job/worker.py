@@ -23,31 +23,33 @@ import torch.distributed as dist
 from orchestrator.config.spec import JobSpec
 from orchestrator.core.failures import RANK_ERROR, classify, first_rank_error, user_frame, write_rank_error
 from orchestrator.core.files import RESULT_FILE, private_cache_prefix, write_json_atomic
+from orchestrator.core.result import Memory
 from orchestrator.core.user_code import user_code
-from orchestrator.job import fork_server, generation, processes
-from orchestrator.job.compile_probe import compile_probes
-from orchestrator.job.compile_settings import compile_settings, fresh_dir
 from orchestrator.job.context import JobContext, first_line
-from orchestrator.job.device import check_device, job_device
-from orchestrator.job.device_lock import hold_device
-from orchestrator.job.environment import describe
-from orchestrator.job.fresh import stopped_within
-from orchestrator.job.parallelize import (
+from orchestrator.job.phases import generation
+from orchestrator.job.phases.peaks import node_peaks
+from orchestrator.job.phases.wall import WallClock
+from orchestrator.job.processes import apart as processes
+from orchestrator.job.processes import fork_server
+from orchestrator.job.processes.compile_probe import compile_probes
+from orchestrator.job.processes.device_lock import hold_device
+from orchestrator.job.processes.fresh import stopped_within
+from orchestrator.job.processes.side_process import SideAnswer
+from orchestrator.job.protocol import SidesDoNotFit, run_protocol
+from orchestrator.job.setup.compile_settings import compile_settings, fresh_dir
+from orchestrator.job.setup.device import check_device, job_device
+from orchestrator.job.setup.environment import describe
+from orchestrator.job.setup.parallelize import (
     init_distributed,
     local_device,
     ranks_per_gpu,
     same_weights_on_every_rank,
 )
-from orchestrator.job.peaks import node_peaks
-from orchestrator.job.primer import prime
-from orchestrator.job.protocol import SidesDoNotFit, run_protocol
-from orchestrator.job.result import Memory
-from orchestrator.job.side_process import SideAnswer
+from orchestrator.job.setup.primer import prime
+from orchestrator.job.setup.trace import tlparse_report, torch_trace
+from orchestrator.job.setup.tracking import log_job
 from orchestrator.job.sides import sides_rule
 from orchestrator.job.skeleton import result_skeleton
-from orchestrator.job.trace import tlparse_report, torch_trace
-from orchestrator.job.tracking import log_job
-from orchestrator.job.wall import WallClock
 from workloads import build_workload, check_workload
 
 RUNS_FILE = "runs.log"
@@ -227,6 +229,6 @@ def run_job(spec: JobSpec, clock: WallClock | None = None) -> dict | None:
 
 
 def answer(spec: JobSpec, req: dict) -> None:
-    """job/fresh.py's entry for kind `job`, the child process of `supervisor.Worker`: measure the job
-    (its result file is its answer). `started_at`: the supervisor's launch of this process."""
+    """job/processes/fresh.py's entry for kind `job`, the child process of `supervisor.Worker`:
+    measure the job (its result file is its answer). `started_at`: the supervisor's launch of this process."""
     run_job(spec, WallClock(req.get("started_at")))

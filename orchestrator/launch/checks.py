@@ -13,8 +13,8 @@ from orchestrator.config.plan import Plan
 from orchestrator.config.schema import WorkloadConfig
 from orchestrator.core.failures import ConfigError
 from orchestrator.core.user_code import import_target, user_code
-from orchestrator.job.inductor_options import check_options
-from orchestrator.job.scope import regions_supported
+from orchestrator.job.setup.inductor_options import check_options
+from orchestrator.job.setup.scope import regions_supported
 from orchestrator.launch.launchers import make_launcher
 from workloads import check_blocks, check_workload
 from workloads.decoding import check_generate

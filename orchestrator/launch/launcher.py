@@ -18,8 +18,8 @@ import torch
 from orchestrator.config.schema import Config
 from orchestrator.config.spec import JobSpec
 from orchestrator.core.failures import ConfigError
-from orchestrator.job.device import expects_cuda
-from orchestrator.job.supervisor import Worker
+from orchestrator.job.processes.supervisor import Worker
+from orchestrator.job.setup.device import expects_cuda
 from orchestrator.launch.diagnosis import Attempt
 
 
@@ -70,7 +70,7 @@ class Launcher:
 
     def jobs_per_device(self) -> int:
         """Jobs placed on one GPU (or the CPU host) at once: two under `launcher.overlap`, where one
-        starts while the other measures (job/device_lock.py), else one."""
+        starts while the other measures (job/processes/device_lock.py), else one."""
         return 2 if self.base.launcher.overlap else 1
 
     def capacity(self) -> int:

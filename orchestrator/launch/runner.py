@@ -20,7 +20,7 @@ from orchestrator.config.schema import Config
 from orchestrator.config.spec import JobSpec
 from orchestrator.core.failures import failure_lines, failure_message
 from orchestrator.core.files import RESULT_FILE, read_result, remove_private_caches, write_json_atomic
-from orchestrator.job.result import JobResult
+from orchestrator.core.result import JobResult
 from orchestrator.launch.diagnosis import Attempt, diagnose, failure_result
 from orchestrator.launch.launchers import make_launcher
 from orchestrator.launch.ledger import read_ledger, record_submitted

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from orchestrator.job.result import COL
-from orchestrator.job.result import COMPILE_PHASES as PHASES
+from orchestrator.core.result import COL
+from orchestrator.core.result import COMPILE_PHASES as PHASES
 from orchestrator.report.figures import Chart, _layout, _per_job, _values
 from orchestrator.results.time_spent import PHASE_COLUMNS, phase_name
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from orchestrator.job.result import COL
+from orchestrator.core.result import COL
 from orchestrator.report.figures import Chart, _layout
 
 MAX_JOBS = 12  # jobs drawn (three lines each); every job's curves are in its result.json

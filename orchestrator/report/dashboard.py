@@ -11,7 +11,7 @@ import pandas as pd
 
 from orchestrator.analysis.answers import Upgrade, Verdict
 from orchestrator.analysis.follow_up import main_rows
-from orchestrator.job.result import COL
+from orchestrator.core.result import COL
 from orchestrator.report import (
     answer_chart,
     compile_charts,

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from orchestrator.config.schema import COMPILE_MODES
 from orchestrator.core.numbers import geomean
-from orchestrator.job.result import COL
+from orchestrator.core.result import COL
 from orchestrator.results.present import join_values, mode_rank
 
 MAX_BARS = 120  # per-job bars in one chart; past it, a named aggregate per group

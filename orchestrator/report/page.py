@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from orchestrator.job.result import COL, FIELDS
+from orchestrator.core.result import COL, FIELDS
 from orchestrator.results.present import axis_text, sig
 from orchestrator.results.table import TABLE_COLUMNS
 
@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 PAGE_SIZE = 50  # rows per page of a table; the whole table is in the page, as JSON
 
 # The results table: these columns first and always shown; the rest behind "all columns": the
-# result fields job/result.py marks for the dashboard, then the table's own (scaling efficiency).
+# result fields core/result.py marks for the dashboard, then the table's own (scaling efficiency).
 KEY_COLUMNS = [
     (COL.label, "label"),
     (COL.mode, "mode"),

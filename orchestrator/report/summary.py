@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from orchestrator.core.numbers import geomean
-from orchestrator.job.result import COL
+from orchestrator.core.result import COL
 from orchestrator.results.present import axis_text, mode_rank
 
 AGGREGATE_AXES = (COL.mode, COL.size, COL.dtype, COL.task, COL.strategy, COL.dynamic)

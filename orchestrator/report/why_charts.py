@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from orchestrator.job.result import COL
+from orchestrator.core.result import COL
 from orchestrator.report.figures import Chart, _layout, _per_job, _values
 
 SIDES = (("eager", "#8c8c8c"), ("compiled", "#1f77b4"))

@@ -11,11 +11,11 @@ import pandas as pd
 
 from orchestrator.config.schema import COMPILE_MODES
 from orchestrator.core.numbers import present
-from orchestrator.job.result import COL, FIELDS, group_columns, keys_of, source_columns
+from orchestrator.core.result import COL, FIELDS, group_columns, keys_of, source_columns
 
 # Plain output (tables, verdict lines) is never wider than this: a CI log or a Slurm log stays readable.
 PLAIN_WIDTH = 160
-# What identifies a model, and the compile settings a sweep compares on it (job/result.py declares both).
+# What identifies a model, and the compile settings a sweep compares on it (core/result.py declares both).
 MODEL_KEYS = keys_of("model")
 COMPILE_COLUMNS = keys_of("compile")
 

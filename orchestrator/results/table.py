@@ -20,7 +20,7 @@ import pandas as pd
 from orchestrator.config.plan import PlannedJob
 from orchestrator.core.files import json_safe, read_result
 from orchestrator.core.numbers import present
-from orchestrator.job.result import COL, JobResult
+from orchestrator.core.result import COL, JobResult
 from orchestrator.results.recipe import reproduce_command
 
 # Columns the table adds to the results' own fields.

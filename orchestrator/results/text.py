@@ -13,7 +13,7 @@ from rich.table import Table
 
 from orchestrator.core.failures import failure_lines, failure_message
 from orchestrator.core.numbers import present
-from orchestrator.job.result import COL, header
+from orchestrator.core.result import COL, header
 from orchestrator.results.present import (
     PLAIN_WIDTH,
     axis_text,
@@ -25,7 +25,7 @@ from orchestrator.results.present import (
 )
 
 # Columns of the printed table: (result key, header), each header the one its result field
-# declares (job/result.py). Settings first, then the figures; `speedup_ci` is the CI's two ends.
+# declares (core/result.py). Settings first, then the figures; `speedup_ci` is the CI's two ends.
 SETTING_COLUMNS = [
     (k, header(k))
     for k in (COL.workload, COL.model, COL.size, COL.task, COL.dtype, COL.numerics, COL.mode, COL.dynamic)
@@ -70,7 +70,7 @@ CELL_WIDTH = 36
 
 
 def isolation_flag(iso_ok: Any) -> str:
-    """'!' for a job measured next to a foreign process, throttled, or on a busy host (job/isolation.py)."""
+    """'!' for a job measured beside a foreign process, throttled, or on a busy host (phases/isolation.py)."""
     return "!" if present(iso_ok) and not bool(iso_ok) else ""
 
 

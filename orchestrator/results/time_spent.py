@@ -1,11 +1,11 @@
-"""Where a sweep's time went: its wall from plan to table, the jobs' walls by phase (job/wall.py),
+"""Where a sweep's time went: its wall from plan to table, the jobs' walls by phase (job/phases/wall.py),
 and how much of it was the compile and the timed repetitions the figures come from."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from orchestrator.job.result import COL, FIELDS
+from orchestrator.core.result import COL, FIELDS
 from orchestrator.results.present import duration
 
 # The phase fields of a result (WallTime's, but the whole wall); they sum to `job_wall_s`.

@@ -1,7 +1,7 @@
 """Parity: compiled against eager, and against an fp64 reference where affordable, by the rule of
 PyTorch's own accuracy checker; models with random ops: random_parity.py. Eager itself non-finite is
-its own failure (no parity to judge). It runs over 250 lines: the whole rule, its failure's words, and the
-sampled check of sides run apart, in one place."""
+its own failure (no parity to judge). The whole rule, its failure's words, and the sampled check of sides run
+apart, in one place."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ import torch
 from torch.nn.modules.batchnorm import _NormBase
 
 from orchestrator.core.failures import EagerNotFiniteError, ParityError
+from orchestrator.core.result import Parity
 from orchestrator.core.stats import rel_error
-from orchestrator.job.compared import (
+from orchestrator.job.context import JobContext, Side, first_line
+from orchestrator.job.phases.compared import (
     Reference,
     buffers,
     eager_not_finite,
@@ -29,10 +31,8 @@ from orchestrator.job.compared import (
     worst_sampled,
     worst_tensors,
 )
-from orchestrator.job.compile_settings import matmul_precision
-from orchestrator.job.context import JobContext, Side, first_line
-from orchestrator.job.result import Parity
-from orchestrator.job.tolerance import PARITY_TOL, compute_dtype
+from orchestrator.job.phases.tolerance import PARITY_TOL, compute_dtype
+from orchestrator.job.setup.compile_settings import matmul_precision
 from workloads.inputs import call, map_inputs
 
 

@@ -17,8 +17,8 @@ import torch._inductor.config
 
 from orchestrator.config.schema import Config
 from orchestrator.core.env_scope import scoped_environ
-from orchestrator.job.inductor_options import flatten
-from orchestrator.job.result import Numerics
+from orchestrator.core.result import Numerics
+from orchestrator.job.setup.inductor_options import flatten
 
 
 def fresh_dir(parent: Path, prefix: str) -> Path:

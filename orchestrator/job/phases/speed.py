@@ -11,11 +11,11 @@ from functools import partial
 import torch
 
 from orchestrator.core.numbers import payback_steps, saved_per_step_s
+from orchestrator.core.result import Energy, Isolation, Speed
 from orchestrator.core.stats import median_ratio_ci, percentiles, unpaired_ratio_ci
-from orchestrator.job import isolation, peaks
 from orchestrator.job.context import JobContext, Side, first_line, synchronize
-from orchestrator.job.energy import EnergyMeter
-from orchestrator.job.result import Energy, Isolation, Speed
+from orchestrator.job.phases import isolation, peaks
+from orchestrator.job.phases.energy import EnergyMeter
 
 
 def count_flops(ctx: JobContext) -> tuple[int | None, str, bool]:
@@ -80,7 +80,7 @@ def measure_speed(
     own_pids = {int(p) for p in ctx.all_gather(os.getpid())} | {os.getppid()}
     conditions = isolation.snapshot(ctx.device, own_pids)
     names = list(sides)
-    meter = EnergyMeter.for_device(ctx.device)  # joules of each side's timed blocks (job/energy.py)
+    meter = EnergyMeter.for_device(ctx.device)  # joules of each side's timed blocks (job/phases/energy.py)
     for i in range(b.repeats):
         for name in names if i % 2 == 0 else names[::-1]:
             with meter.side(name, b.steps_per_repeat):

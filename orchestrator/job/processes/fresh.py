@@ -4,7 +4,7 @@ paired repetitions, each side alone) and an AOTInductor package's cold start. A 
 only way to leave behind what this one holds: in-memory code caches, CUDA-graph pools, allocator
 state.
 
-    python -m orchestrator.job.fresh REQUEST.json
+    python -m orchestrator.job.processes.fresh REQUEST.json
 
 The request names its `kind`; `main` sets the request's device, runs that kind's entry (ENTRIES), writes
 its answer beside the request where one is asked for, and leaves without the interpreter's teardown.
@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from orchestrator.config.spec import JobSpec
-from orchestrator.job.compile_settings import fresh_dir
-from orchestrator.job.fork_server import die_with_parent
-from orchestrator.job.supervisor import (
+from orchestrator.job.processes.fork_server import die_with_parent
+from orchestrator.job.processes.supervisor import (
     PYTHON,
     STOP_SIGNALS,
     crash_line,
@@ -34,16 +33,17 @@ from orchestrator.job.supervisor import (
     start_fresh,
     stop,
 )
+from orchestrator.job.setup.compile_settings import fresh_dir
 
 # kind -> the function that answers its request in the fresh process (imported there only); a kind
 # not named here is itself `module:function` (a test's own entry).
 ENTRIES = {
     "job": "orchestrator.job.worker:answer",
-    "side": "orchestrator.job.side_process:answer",
-    "probe": "orchestrator.job.compile_probe:answer",
-    "aoti-load": "orchestrator.job.aoti:answer",
+    "side": "orchestrator.job.processes.side_process:answer",
+    "probe": "orchestrator.job.processes.compile_probe:answer",
+    "aoti-load": "orchestrator.job.phases.aoti:answer",
 }
-THIS_MODULE = "orchestrator.job.fresh"
+THIS_MODULE = "orchestrator.job.processes.fresh"
 running: str | None = None  # in a fresh process, the kind it runs (None in the job's own process)
 
 
@@ -57,7 +57,7 @@ def run_fresh(spec: JobSpec, kind: str, label: str, payload: dict) -> tuple[dict
 def run_module(
     job_dir: Path, timeout_s: float, kind: str, label: str, request: dict
 ) -> tuple[dict | None, str | None]:
-    """`python -m orchestrator.job.fresh REQUEST.json` in a work folder of the job's: (answer, None)
+    """`python -m orchestrator.job.processes.fresh REQUEST.json` in a work folder of the job's: (answer, None)
     or (None, why)."""
     work = fresh_dir(job_dir, f"{label}-")
     answer, request_path = work / "answer.json", work / "request.json"
@@ -155,6 +155,6 @@ def leave() -> NoReturn:
 
 
 if __name__ == "__main__":  # the module proper runs it, so that `running` is seen where it is imported
-    from orchestrator.job import fresh
+    from orchestrator.job.processes import fresh
 
     fresh.main(sys.argv[1])

@@ -4,7 +4,7 @@ Each fresh process of a job (the worker, its side processes, its compile probes)
 instead of a new interpreter: it starts with nothing compiled, no CUDA context and no allocator
 state, as a new interpreter does, without paying the imports again.
 
-    python -m orchestrator.job.fork_server SOCKET [MODULE:ATTRIBUTE ...]    (cli/sweep.py: `serving`)
+    python -m orchestrator.job.processes.fork_server SOCKET [MODULE:ATTRIBUTE ...]   (cli/sweep.py)
 
 A client (`start`) sends the request file, its working directory, its environment and its standard
 streams (as file descriptors); the server forks, answers the child's pid, and when the child ends
@@ -16,8 +16,8 @@ A fork is only what a fresh interpreter would be where the imports would have re
 request whose environment differs from the server's in a variable read at import (IMPORT_TIME) gets
 no fork (`start` returns None) and its caller starts an interpreter.
 
-It runs over 250 lines: both ends of one small socket protocol (the client's `start` and `Forked`, the
-server's `serve` and its child) are read together or not at all.
+Both ends of one small socket protocol (the client's `start` and `Forked`, the server's `serve` and
+its child) live here: they are read together or not at all.
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ ADDRESS_ENV = "ORCHESTRATOR_FORK_SERVER"  # the server's socket, for the jobs of
 # Prefixes of variables that torch, triton, transformers, the C runtime or Python read at import.
 IMPORT_TIME = ("TORCH", "PYTORCH", "TRITON", "PYTHON", "LD_", "OMP_", "MKL_", "KMP_", "HF_", "TRANSFORMERS")
 PRELOAD = (  # what every fresh process imports (a sweep of transformers models adds theirs: serve)
-    "orchestrator.job.fresh",
+    "orchestrator.job.processes.fresh",
     "orchestrator.job.worker",
-    "orchestrator.job.side_process",
-    "orchestrator.job.compile_probe",
+    "orchestrator.job.processes.side_process",
+    "orchestrator.job.processes.compile_probe",
     "torch._inductor.compile_fx",
 )
 PR_SET_PDEATHSIG = 1
@@ -287,7 +287,7 @@ def serving(python: list[str], extra: tuple[str, ...] = ()) -> Iterator[dict[str
     folder = tempfile.mkdtemp(prefix="orchestrator-fork-")  # short: a socket path has 107 bytes
     address = os.path.join(folder, "socket")
     server = subprocess.Popen(
-        [*python, "-m", "orchestrator.job.fork_server", address, *extra],
+        [*python, "-m", "orchestrator.job.processes.fork_server", address, *extra],
         preexec_fn=die_with_parent,
         stdin=subprocess.DEVNULL,
     )
@@ -303,6 +303,6 @@ def serving(python: list[str], extra: tuple[str, ...] = ()) -> Iterator[dict[str
 
 
 if __name__ == "__main__":  # the module proper serves, so that its children set its `forked`
-    from orchestrator.job import fork_server
+    from orchestrator.job.processes import fork_server
 
     fork_server.serve(sys.argv[1], sys.argv[2:])

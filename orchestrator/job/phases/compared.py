@@ -11,7 +11,7 @@ from torch import nn
 
 from orchestrator.core.stats import rel_error
 from orchestrator.job.context import JobContext, Side
-from orchestrator.job.parallelize import full_tensor
+from orchestrator.job.setup.parallelize import full_tensor
 from workloads.inputs import TaskLoss
 
 Reference = tuple[list[torch.Tensor], dict[str, torch.Tensor], dict[str, torch.Tensor]]

@@ -14,7 +14,7 @@ import dataclasses
 import time
 from collections.abc import Iterator
 
-from orchestrator.job.result import WallTime
+from orchestrator.core.result import WallTime
 
 # The phases, in the order they happen: WallTime's `wall_<phase>_s` fields (what each holds is said there).
 PHASES = tuple(

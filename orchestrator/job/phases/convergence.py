@@ -22,10 +22,10 @@ from typing import cast
 import torch
 from torch import nn
 
+from orchestrator.core.result import Convergence
 from orchestrator.job.context import JobContext, Side
-from orchestrator.job.parallelize import prepare
-from orchestrator.job.result import Convergence
-from orchestrator.job.tolerance import PARITY_TOL
+from orchestrator.job.phases.tolerance import PARITY_TOL
+from orchestrator.job.setup.parallelize import prepare
 from workloads.inputs import Inputs, call, map_inputs
 
 Stream = Callable[[int], Inputs]

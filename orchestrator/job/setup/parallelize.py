@@ -3,7 +3,7 @@
 DDP: compile, then wrap (`torch.compile(DDP(m))` captured no graph on torch 2.13 CPU).
 FSDP2: compile each block, `fully_shard` each block, then the root (compiling the root captured
 nothing), whatever `compile.scope` says; otherwise `compile.scope` picks what is compiled
-(job/scope.py). The same code serves 1..N GPUs and several nodes; only the backend name differs.
+(job/setup/scope.py). The same code serves 1..N GPUs and several nodes; only the backend name differs.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from torch import nn
 
 from orchestrator.config.schema import CompileConfig
 from orchestrator.core.user_code import import_target
-from orchestrator.job.scope import compile_scoped, compiled, copied_blocks, set_child
+from orchestrator.job.setup.scope import compile_scoped, compiled, copied_blocks, set_child
 from workloads import Workload
 
 

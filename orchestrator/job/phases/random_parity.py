@@ -28,13 +28,19 @@ from typing import Any
 
 import torch
 
-from orchestrator.job.compared import twin_errors, worst_by_rounding
+from orchestrator.core.result import Parity
 from orchestrator.job.context import JobContext, Side, first_line
-from orchestrator.job.parallelize import prepare
-from orchestrator.job.parity import check_parity, reference_error, reference_step, upcast_fits, upcast_for
-from orchestrator.job.result import Parity
-from orchestrator.job.speed import rng_states
-from orchestrator.job.tolerance import compute_dtype
+from orchestrator.job.phases.compared import twin_errors, worst_by_rounding
+from orchestrator.job.phases.parity import (
+    check_parity,
+    reference_error,
+    reference_step,
+    upcast_fits,
+    upcast_for,
+)
+from orchestrator.job.phases.speed import rng_states
+from orchestrator.job.phases.tolerance import compute_dtype
+from orchestrator.job.setup.parallelize import prepare
 from workloads.inputs import map_inputs
 
 OWN_ERROR_CAP = (

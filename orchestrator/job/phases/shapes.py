@@ -6,9 +6,9 @@ from functools import partial
 
 from torch._dynamo.utils import counters
 
-from orchestrator.job.compile_cost import clear_compilation_metrics, compilation_metrics, summarize
+from orchestrator.core.result import Shapes
 from orchestrator.job.context import JobContext, Side
-from orchestrator.job.result import Shapes
+from orchestrator.job.phases.compile_cost import clear_compilation_metrics, compilation_metrics, summarize
 
 
 def run_shape_schedule(ctx: JobContext, eager: Side, compiled: Side) -> Shapes:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from orchestrator.job.result import Environment
+from orchestrator.core.result import Environment
 
 
 def git_revision() -> str | None:

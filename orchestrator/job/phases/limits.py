@@ -2,7 +2,7 @@
 
 A decode step of the batch is bound by memory: it reads every weight once and each sequence's KV
 cache up to its position. Its model bandwidth utilization (MBU) is those bytes over the step's time,
-against a peak bandwidth: this node's measured copy (`bench.measure_peaks`, job/peaks.py) and the
+against a peak bandwidth: this node's measured copy (`bench.measure_peaks`, job/phases/peaks.py) and the
 datasheet's. A prefill is bound by compute: its MFU is its FLOPs over the time to first token, against
 the served dtype's peak matmul FLOP/s, measured and datasheet. Where no peak is known (a CPU without
 `bench.measure_peaks`, a GPU not in the table) the figure stays null and its basis says why.
@@ -23,9 +23,9 @@ from typing import Any, cast
 import torch
 from torch import nn
 
-from orchestrator.job import peaks
+from orchestrator.core.result import Generation
 from orchestrator.job.context import JobContext
-from orchestrator.job.result import Generation
+from orchestrator.job.phases import peaks
 from workloads.decoding import Decoder
 
 
@@ -117,7 +117,7 @@ class Peaks:
 
 
 def peaks_of(device: torch.device, dtype: str, measured: dict | None) -> Peaks:
-    """This job's peaks (job/peaks.py): bandwidth and the dtype's matmul FLOP/s, both ways."""
+    """This job's peaks (job/phases/peaks.py): bandwidth and the dtype's matmul FLOP/s, both ways."""
     bw, bw_basis = peaks.peak_bandwidth(device, measured)
     flops, flops_basis = peaks.peak_flops(device, dtype, measured)
     spec_bw, _ = peaks.peak_bandwidth(device, None)

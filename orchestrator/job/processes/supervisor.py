@@ -5,7 +5,7 @@ exit code with it, and submitit's local controller does not keep it either. This
 small (no torch), waits for the child, and when the child ended without writing its result, writes
 one that says how it ended: its exit code or signal and the last line it printed.
 
-    python -m orchestrator.job.fresh REQUEST.json      (the child, kind `job`: job/worker.py)
+    python -m orchestrator.job.processes.fresh REQUEST.json      (the child, kind `job`: job/worker.py)
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from submitit.core.utils import UncompletedJobError
 from orchestrator.config.spec import JobSpec
 from orchestrator.core.failures import write_rank_error
 from orchestrator.core.files import RESULT_FILE, remove_private_caches, write_json_atomic
-from orchestrator.job import fork_server
-from orchestrator.job.fork_server import Forked, die_with_parent
-from orchestrator.job.result import JobResult
+from orchestrator.core.result import JobResult
+from orchestrator.job.processes import fork_server
+from orchestrator.job.processes.fork_server import Forked, die_with_parent
 from orchestrator.job.skeleton import result_skeleton
 
 # Signals of an outside stop; SIGUSR1/2 are submitit's time-limit and preemption notices.
@@ -124,11 +124,11 @@ def run_child(spec: JobSpec) -> JobResult | None:
     # default action is to continue, so it needs no handler.
     signal.signal(signal.SIGCONT, signal.SIG_DFL)
     python, env = interpreter(spec)
-    started_at = time.time()  # the job's wall clock starts here (job/wall.py)
+    started_at = time.time()  # the job's wall clock starts here (job/phases/wall.py)
     job = {"kind": "job", "spec": dataclasses.asdict(spec), "started_at": started_at}
     request.write_text(json.dumps(job, default=str))
     child = start_fresh(python, request, notices=True) or subprocess.Popen(
-        [*python, "-m", "orchestrator.job.fresh", str(request)],
+        [*python, "-m", "orchestrator.job.processes.fresh", str(request)],
         preexec_fn=_worker_child,
         env=env,
     )
@@ -189,13 +189,15 @@ def interpreter(spec: JobSpec) -> tuple[list[str], dict[str, str] | None]:
 def start_fresh(
     python: list[str], request: Path, notices: bool, streams: tuple[int, int] = (1, 2)
 ) -> Forked | None:
-    """`python -m orchestrator.job.fresh REQUEST` as a fork of the sweep's fork server, where there
+    """`python -m orchestrator.job.processes.fresh REQUEST` as a fork of the sweep's fork server, where there
     is one and the job runs this interpreter; None: start an interpreter. `notices`: as
     `_worker_child`, leave the scheduler's notices to this process; `streams`: stdout, stderr."""
     if python != PYTHON:
         return None
     with open(os.devnull) as nothing:
-        return fork_server.start("orchestrator.job.fresh", request, notices, (nothing.fileno(), *streams))
+        return fork_server.start(
+            "orchestrator.job.processes.fresh", request, notices, (nothing.fileno(), *streams)
+        )
 
 
 def stop(child: subprocess.Popen | Forked) -> None:

@@ -28,13 +28,13 @@ from typing import Any
 import torch
 
 from orchestrator.config.schema import CUDAGRAPH_MODES
+from orchestrator.core.result import NO_REASON, CompileCost, Explain, Generation, ModelFigures
 from orchestrator.core.stats import median_ratio_ci, percentiles
-from orchestrator.job import compile_cost, generation_checks, limits, parity, speed
-from orchestrator.job.compile_settings import numerics_now
 from orchestrator.job.context import JobContext
-from orchestrator.job.parallelize import compile_kwargs
-from orchestrator.job.result import NO_REASON, CompileCost, Explain, Generation, ModelFigures
-from orchestrator.job.tolerance import compute_dtype
+from orchestrator.job.phases import compile_cost, generation_checks, limits, parity, speed
+from orchestrator.job.phases.tolerance import compute_dtype
+from orchestrator.job.setup.compile_settings import numerics_now
+from orchestrator.job.setup.parallelize import compile_kwargs
 from workloads.decoding import Decoder, decoder_of, served_weights
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}

@@ -3,7 +3,7 @@ same node pays), `portable` from an empty cache given the job's saved artifacts 
 of a cluster pays when handed them). An in-process `torch._dynamo.reset()` would keep in-memory code
 caches and undercount, so each probe is its own interpreter.
 
-Run through job/fresh.py (kind `probe`).
+Run through job/processes/fresh.py (kind `probe`).
 """
 
 from __future__ import annotations
@@ -19,17 +19,17 @@ import torch
 from orchestrator.config.spec import JobSpec
 from orchestrator.core.files import private_cache_prefix
 from orchestrator.core.numbers import payback_steps, saved_per_step_s
-from orchestrator.job.compile_cost import (
+from orchestrator.core.result import JobResult, Probe, Probes
+from orchestrator.job.context import JobContext, job_model, synchronize
+from orchestrator.job.phases.compile_cost import (
     ARTIFACTS_FILE,
     clear_compilation_metrics,
     compilation_metrics,
     summarize,
 )
-from orchestrator.job.compile_settings import fresh_dir
-from orchestrator.job.context import JobContext, job_model, synchronize
-from orchestrator.job.fresh import run_fresh
-from orchestrator.job.primer import prime
-from orchestrator.job.result import JobResult, Probe, Probes
+from orchestrator.job.processes.fresh import run_fresh
+from orchestrator.job.setup.compile_settings import fresh_dir
+from orchestrator.job.setup.primer import prime
 
 
 def first_compile(ctx: JobContext, eager: torch.nn.Module, compiled: torch.nn.Module) -> Probe:
@@ -53,7 +53,7 @@ def first_compile(ctx: JobContext, eager: torch.nn.Module, compiled: torch.nn.Mo
 
 def probe(spec: JobSpec, device: torch.device, cache: Path, artifacts: Path | None) -> Probe:
     """In this (fresh) process: build the job's model, compile it once, time that first call."""
-    from orchestrator.job.parallelize import prepare
+    from orchestrator.job.setup.parallelize import prepare
 
     cfg = spec.cfg
     prime(device, cfg.bench.task == "train", cfg.compile.path == "aoti")
@@ -101,6 +101,6 @@ def compile_probes(spec: JobSpec, device: torch.device, cache: Path, result: Job
 
 
 def answer(spec: JobSpec, req: dict) -> dict:
-    """job/fresh.py's entry for kind `probe`: the Probe, as a dict the parent rebuilds (`Probe(**d)`)."""
+    """fresh.py's entry for kind `probe`: the Probe, as a dict the parent rebuilds (`Probe(**d)`)."""
     artifacts = Path(req["artifacts"]) if req["artifacts"] else None
     return dataclasses.asdict(probe(spec, torch.device(req["device"]), Path(req["cache"]), artifacts))

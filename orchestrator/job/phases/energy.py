@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from orchestrator.core.numbers import payback_steps
-from orchestrator.job.result import Energy
+from orchestrator.core.result import Energy
 
 Counter = Callable[[], float]  # cumulative joules
 

@@ -1,12 +1,12 @@
-"""One part of a job's measurement in a fresh process (job/fresh.py): `paired`, both sides again,
+"""One part of a job's measurement in a fresh process (job/processes/fresh.py): `paired`, both sides again,
 interleaved, for the CI across processes (the first such process primes and measures the warm
-compile probe first, job/compile_probe.py, instead of a process of its own); or one side `eager` /
+compile probe first, job/processes/compile_probe.py, instead of a process of its own); or one side `eager` /
 `compiled` alone on the device, for its memory (everything it allocates: weights, gradients,
 optimizer state, activations, CUDA-graph pools) and, when the two sides do not fit together, its
 timings. A `paired` process may measure one side alone first (`alone_first`), before the other
 side exists: that side's memory without a process of its own.
 
-Run through job/fresh.py (kind `side`).
+Run through job/processes/fresh.py (kind `side`).
 """
 
 from __future__ import annotations
@@ -23,26 +23,26 @@ from typing import Any
 import torch
 
 from orchestrator.config.spec import JobSpec
-from orchestrator.job.compared import flat_tensors, gradients
-from orchestrator.job.compile_probe import first_compile
+from orchestrator.core.result import Isolation, Probe
 from orchestrator.job.context import JobContext, Side, job_model, synchronize
-from orchestrator.job.memory import GIB
-from orchestrator.job.primer import prime
-from orchestrator.job.result import Isolation, Probe
+from orchestrator.job.phases.compared import flat_tensors, gradients
+from orchestrator.job.phases.memory import GIB
+from orchestrator.job.processes.compile_probe import first_compile
+from orchestrator.job.setup.primer import prime
 
 ROLES = ("paired", "eager", "compiled")
 
 
 @dataclass
 class SideAnswer:
-    """What a side process measured. It sends `to_dict()` as its answer (job/fresh.py); the parent
+    """What a side process measured. It sends `to_dict()` as its answer (job/processes/fresh.py); the parent
     rebuilds it with `from_dict()`."""
 
     pid: int | None = None
     timings: dict[str, list] = field(default_factory=dict)
     """`<side>_ms` per repetition, `<side>_step_ms` per step, `process` (speed.measure_speed)."""
     isolation: Isolation | None = None
-    """Whether the process was measured alone (job/isolation.py)."""
+    """Whether the process was measured alone (job/phases/isolation.py)."""
     peak_gib: float | None = None  # the process's peak memory (CUDA), allocated
     reserved_gib: float | None = None  # and reserved (a CUDA-graph pool is reserved only)
     first_call_s: dict[str, float] = field(default_factory=dict)
@@ -106,7 +106,7 @@ def _make_side(spec: JobSpec, ctx: JobContext, name: str, own_model: bool, rebui
     """Side `name` of this process. `own_model`: the compiled side compiles the built model itself
     (no eager side shares it); `rebuild`: the eager side gets a model built again (same seed, same
     weights), the built one being compiled already (in place, for compile.scope=blocks)."""
-    from orchestrator.job.parallelize import prepare
+    from orchestrator.job.setup.parallelize import prepare
     from workloads import build_workload
 
     cfg, wl = ctx.cfg, ctx.wl
@@ -115,7 +115,7 @@ def _make_side(spec: JobSpec, ctx: JobContext, name: str, own_model: bool, rebui
             return Side(wl.model)
         return Side(build_workload(cfg.workload, cfg.bench.task, ctx.device, cfg.bench.seed).model)
     if cfg.compile.path == "aoti":  # the package the job built
-        from orchestrator.job import aoti
+        from orchestrator.job.phases import aoti
 
         return Side(aoti.load(spec.job_dir, ctx.device), compiled=True)
     compile_cfg = cfg.compile if ctx.compiled_mode else None
@@ -127,7 +127,7 @@ def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: di
     """Build the job's model here, make the side(s) of `role`, time them; peak memory since start.
     A paired process with `alone_first` makes that side first and measures it alone (its memory,
     a few steps) before the other side exists."""
-    from orchestrator.job import speed
+    from orchestrator.job.phases import speed
 
     cfg = spec.cfg
     if not req.get("full", True):  # memory only: a few steps are enough to reach the peak
@@ -181,7 +181,7 @@ def _alone(ctx: JobContext, side: Side, name: str, req: dict, out: SideAnswer) -
     """A paired process's side measured alone, before the other side is made: its first call, a
     few steps, the process's peaks so far. A failure here is the side alone's (its memory is then
     measured in a process of its own: processes.sides_alone), not the paired timings'."""
-    from orchestrator.job import speed
+    from orchestrator.job.phases import speed
 
     few = _few_steps(ctx)
     try:
@@ -209,5 +209,5 @@ def _first_call(ctx: JobContext, side: Side, name: str, req: dict, out: SideAnsw
 
 
 def answer(spec: JobSpec, req: dict) -> dict:
-    """job/fresh.py's entry for kind `side`: the SideAnswer, as the dict the parent rebuilds."""
+    """job/processes/fresh.py's entry for kind `side`: the SideAnswer, as the dict the parent rebuilds."""
     return measure(spec, torch.device(req["device"]), Path(req["cache"]), req["role"], req).to_dict()

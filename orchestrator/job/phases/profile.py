@@ -23,9 +23,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from orchestrator.core.result import Profile, SideProfile
 from orchestrator.job.context import JobContext, Side, synchronize
-from orchestrator.job.peaks import peak_bandwidth, peak_flops
-from orchestrator.job.result import Profile, SideProfile
+from orchestrator.job.phases.peaks import peak_bandwidth, peak_flops
 
 TOP = 5
 # The compiled call's own host work: dynamo's guard check, and the compiled region's wrapper around

@@ -21,7 +21,7 @@ import torch
 import torch._dynamo
 import torch._inductor.config
 
-from orchestrator.job.result import COMPILE_PHASES, NO_REASON, CompileMetrics
+from orchestrator.core.result import COMPILE_PHASES, NO_REASON, CompileMetrics
 
 US = 1e-6
 ARTIFACTS_FILE = "compile_artifacts.bin"

@@ -28,7 +28,7 @@ from typing import IO
 import torch
 
 from orchestrator.core.failures import DeviceWaitTimeout
-from orchestrator.job.wall import WallClock
+from orchestrator.job.phases.wall import WallClock
 
 LOCK_DIR = Path(tempfile.gettempdir()) / "orchestrator-device-locks"
 POLL_S = 0.2

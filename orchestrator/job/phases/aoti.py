@@ -6,7 +6,7 @@ start, and a load that kills the process (a segfault was seen on torch 2.11 + H2
 with its signal instead of taking the job down. Then it is loaded here, and its speed measured
 paired against eager like any compiled side.
 
-    python -m orchestrator.job.aoti REQUEST.json     (the cold-start probe, started by fresh.run_module)
+    python -m orchestrator.job.phases.aoti REQUEST.json   (the cold-start probe: fresh.run_module)
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import torch
 from torch import nn
 
 from orchestrator.core.failures import CompileError
-from orchestrator.job import energy
+from orchestrator.core.result import Aoti, CompileCost
 from orchestrator.job.context import JobContext, autocast, first_line, synchronize
-from orchestrator.job.fresh import run_module
-from orchestrator.job.result import Aoti, CompileCost
+from orchestrator.job.phases import energy
+from orchestrator.job.processes.fresh import run_module
 from workloads.inputs import call, map_inputs
 
 PACKAGE_FILE = "model.pt2"
@@ -143,7 +143,7 @@ def cold_start(path: Path, ctx: JobContext, job_dir: Path) -> dict:
 
 
 def answer(spec: None, req: dict) -> dict:
-    """job/fresh.py's entry for kind `aoti-load`: load the package, call it once (no spec: the
+    """job/processes/fresh.py's entry for kind `aoti-load`: load the package, call it once (no spec: the
     package and the inputs are all it needs)."""
     device = torch.device(req["device"])
     inputs = map_inputs(torch.load(req["inputs"]), lambda t: t.to(device))

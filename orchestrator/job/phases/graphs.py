@@ -12,11 +12,11 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from orchestrator.core.failures import CompileError, NoGraphError
-from orchestrator.job import energy
-from orchestrator.job.compared import load_buffers, snapshot_buffers
-from orchestrator.job.compile_cost import clear_compilation_metrics
+from orchestrator.core.result import CompileCost, Explain
 from orchestrator.job.context import JobContext, Side, first_line, synchronize
-from orchestrator.job.result import CompileCost, Explain
+from orchestrator.job.phases import energy
+from orchestrator.job.phases.compared import load_buffers, snapshot_buffers
+from orchestrator.job.phases.compile_cost import clear_compilation_metrics
 from workloads.inputs import call
 
 

@@ -57,8 +57,8 @@ class Identity:
     schema_version: int = SCHEMA_VERSION  # what this result.json holds (1: written before versions)
     sweep: str = ""
     label: str = ""
-    axes: dict = field(default_factory=dict)
-    config: dict = field(default_factory=dict)
+    axes: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
     workload: str | None = setting("workload.name", "model", group="workload")
     model: str | None = setting("workload.model", "model")
     size: str | None = setting("workload.size", "model")
@@ -104,7 +104,7 @@ class Outcome:
     wall_s: NUMBER = None
     pid: int | None = None
     forked: bool | None = None
-    """The measuring process was a fork of the sweep's fork server (job/fork_server.py), not a new
+    """The measuring process was a fork of the sweep's fork server (job/processes/fork_server.py), not a new
     interpreter: its start-up holds no imports."""
     log_stdout: str | None = None
     log_stderr: str | None = None
@@ -138,7 +138,7 @@ class Explain:
     explain_graphs: int | None = None
     graph_breaks: int | None = figure("breaks", dashboard=True)
     """The job's one graph-break count: the break sites dynamo reported while tracing (`break_reasons`)."""
-    break_reasons: list = field(default_factory=list)
+    break_reasons: list[Any] = field(default_factory=list)
     explain_ops: int | None = None
     compiled_fraction: NUMBER = figure("compiled", dashboard=True)
     """Of one forward's ATen operator calls, the share that ran inside captured graphs (1: all of it)."""
@@ -181,8 +181,8 @@ class CompileMetrics:
     phase_inductor_s: float = 0.0
     phase_codegen_s: float = 0.0
     phase_backward_s: float = 0.0
-    recompile_reasons: list = field(default_factory=list)
-    cudagraph_skip_reasons: list = field(default_factory=list)
+    recompile_reasons: list[Any] = field(default_factory=list)
+    cudagraph_skip_reasons: list[Any] = field(default_factory=list)
 
 
 # A recompile reason where dynamo recorded none: a frame compiled with no failed guard (its first
@@ -213,7 +213,7 @@ class CompileCost:
     step_recompiles: int | None = figure(dashboard=True)
     """Forward frames compiled again during the warm-up and the timed steps: guards that failed after
     the first call (the timed steps hold compiles; past dynamo's recompile limit the frame runs eager)."""
-    step_recompile_reasons: list = field(default_factory=list)
+    step_recompile_reasons: list[Any] = field(default_factory=list)
     metrics: CompileMetrics | None = field(default=None, metadata={"inline": True})
 
 
@@ -268,13 +268,13 @@ class Parity:
     parity_buffer_err: NUMBER = None
     parity_buffers: int | None = None
     parity_error: str | None = None
-    parity_eager_not_finite: list = field(default_factory=list)
+    parity_eager_not_finite: list[Any] = field(default_factory=list)
     """Where eager itself is not finite, its non-finite tensors (`output[0]: NaN`): no parity judged."""
-    parity_buffers_updated: list = field(default_factory=list)
+    parity_buffers_updated: list[Any] = field(default_factory=list)
     """Buffers the eager call changed, as `name (dtype)`: a forward that updates its own state."""
     parity_rng: str | None = None
     parity_note: str | None = None
-    parity_worst: list = field(default_factory=list)
+    parity_worst: list[Any] = field(default_factory=list)
     """The worst three compared tensors (`loss`/`output[i]`, `grad <param>`, `buffer <name>`), each
     `{tensor, err, limit}`, by error over limit: which one is off (single-process jobs)."""
 
@@ -288,7 +288,7 @@ class SideSpeed:
     p90_ms: NUMBER = None
     p99_ms: NUMBER = None
     samples_per_s: NUMBER = None
-    samples_per_s_by_rank: list = field(default_factory=list)
+    samples_per_s_by_rank: list[Any] = field(default_factory=list)
     tokens_per_s: NUMBER = figure(dashboard=True)
     tokens_per_s_per_device: NUMBER = None
     mfu: NUMBER = figure(dashboard=True)
@@ -320,10 +320,10 @@ class Isolation:
     iso_note: str | None = figure(dashboard=True)
     iso_load_1m: NUMBER = None
     iso_cores: int | None = None
-    iso_foreign_processes: list = field(default_factory=list)
+    iso_foreign_processes: list[Any] = field(default_factory=list)
     iso_sm_clock_mhz: NUMBER = None
     iso_max_sm_clock_mhz: NUMBER = None
-    iso_throttle: list = field(default_factory=list)
+    iso_throttle: list[Any] = field(default_factory=list)
     iso_temperature_c: NUMBER = None
     iso_power_w: NUMBER = None
 
@@ -373,11 +373,11 @@ class SideProfile:
     optimizer_ms_per_step: NUMBER = None
     """Training: the optimizer step's own time a step (its `Optimizer.step` range: on a GPU its span on
     the device's timeline, on a CPU its host time)."""
-    top_kernels: list = field(default_factory=list)
-    time_split: dict = field(default_factory=dict)
+    top_kernels: list[Any] = field(default_factory=list)
+    time_split: dict[str, Any] = field(default_factory=dict)
     """Where a step's kernel (CPU: op) time goes, ms per step by kind: `matmul`, `attention`,
     `fused` (inductor's generated kernels), `elementwise`, `copy`, `host` (the compiled call's own
-    wrapper), `other` (job/profile.py `kernel_kind`)."""
+    wrapper), `other` (job/phases/profile.py `kernel_kind`)."""
     profile_trace: str | None = None
     attention_backend: str | None = None
     """The fused attention kernels the side ran (flash, efficient, cudnn; math: a CPU's math op), or
@@ -411,7 +411,7 @@ class Shapes:
     dyn_compile_s: NUMBER = None
     dyn_total_compile_s: NUMBER = None
     dyn_speedup: NUMBER = None
-    dyn_recompile_reasons: list = field(default_factory=list)
+    dyn_recompile_reasons: list[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -419,9 +419,9 @@ class Convergence:
     """Eager, compiled and a batch-reversed eager copy over N training steps."""
 
     conv_steps: int | None = None
-    conv_eager_loss: list = field(default_factory=list)
-    conv_compiled_loss: list = field(default_factory=list)
-    conv_reference_loss: list = field(default_factory=list)
+    conv_eager_loss: list[Any] = field(default_factory=list)
+    conv_compiled_loss: list[Any] = field(default_factory=list)
+    conv_reference_loss: list[Any] = field(default_factory=list)
     conv_divergence: NUMBER = None
     conv_baseline_divergence: NUMBER = None
     conv_limit: NUMBER = None
@@ -451,7 +451,7 @@ class GenerationSide:
 
 @dataclass
 class Generation:
-    """`bench.task=generate` (job/generation.py): a prompt, then one token at a time over a KV cache."""
+    """`bench.task=generate` (job/phases/generation.py): a prompt, then a token at a time over a KV cache."""
 
     eager: GenerationSide = side(GenerationSide)
     compiled: GenerationSide = side(GenerationSide)
@@ -463,17 +463,17 @@ class Generation:
     gen_e2e_ci_high: NUMBER = None
     gen_frames: int | None = None  # frames compiled over the compiled side's first request
     gen_recompiles: int | None = figure("recompiles/req", dashboard=True)  # of those, compiled again
-    gen_recompile_reasons: list = field(default_factory=list)
+    gen_recompile_reasons: list[Any] = field(default_factory=list)
     gen_compile_s: NUMBER = None  # first request, compiled minus eager
     gen_recompile_s: NUMBER = None  # of the first request's compiling, the recompiled frames' seconds
     gen_recompile_limit: str | None = figure(dashboard=True)
     """Dynamo's own line where a frame hit its recompile limit: that frame then ran eager."""
-    gen_parity_errors: list = field(default_factory=list)  # teacher-forced logits' error, per token
+    gen_parity_errors: list[Any] = field(default_factory=list)  # teacher-forced logits' error, per token
     gen_first_divergence: int | None = None  # the first generated token where greedy tokens part
     gen_cache_gib: NUMBER = None  # one side's KV cache at the end of a request
     gen_weight_bytes: int | None = None  # parameter bytes a decode step reads (lookup tables: a row a token)
     gen_kv_bytes_per_position: int | None = None  # K and V of one position, all layers, the whole batch
-    gen_decode_bytes: NUMBER = None  # a decode step's bytes, averaged over a request (job/limits.py)
+    gen_decode_bytes: NUMBER = None  # a decode step's bytes, averaged over a request (job/phases/limits.py)
     gen_prefill_flops: NUMBER = None  # a prefill's FLOPs: matmuls and causal attention
     gen_bandwidth_tb_s: NUMBER = None  # the bandwidth MBU is held against: measured copy, else datasheet
     gen_bandwidth_basis: str | None = None  # which, or why none is known
@@ -516,7 +516,7 @@ class Numerics:
 
 @dataclass
 class WallTime:
-    """The job's wall time by phase (job/wall.py), seconds; the supervisor adds the teardown."""
+    """The job's wall time by phase (job/phases/wall.py), seconds; the supervisor adds the teardown."""
 
     wall_startup_s: NUMBER = None  # interpreter start and imports, until the worker's first line
     wall_setup_s: NUMBER = None  # cache directories, device checks, the process group
@@ -567,10 +567,10 @@ class JobResult:
     environment: Environment | None = None
     numerics: Numerics | None = None
     wall: WallTime | None = None
-    timings: dict | None = None
+    timings: dict[str, Any] | None = None
     """Per repetition: `<side>_ms`, `process`; per step: `<side>_step_ms` (speed.measure_speed)."""
 
-    legacy: dict = field(default_factory=dict)
+    legacy: dict[str, Any] = field(default_factory=dict)
     """Keys of an older result.json that no field declares now (kept, so that a row reads back whole)."""
 
     def to_dict(self) -> dict[str, Any]:
@@ -709,7 +709,7 @@ class Columns:
     def __getattr__(self, name: str) -> str:
         if name in FIELDS:
             return name
-        raise AttributeError(f"no result field {name!r} (orchestrator/job/result.py)")
+        raise AttributeError(f"no result field {name!r} (orchestrator/core/result.py)")
 
 
 COL = Columns()

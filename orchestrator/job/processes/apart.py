@@ -1,4 +1,4 @@
-"""The job's fresh processes (job/side_process.py), after its own measurement:
+"""The job's fresh processes (job/processes/side_process.py), after its own measurement:
 
 - `more_processes`: `bench.processes - 1` more paired measurements, so that the speedup's CI covers
   what changes from one process to the next (stats.py); the first also measures the warm compile
@@ -18,12 +18,12 @@ from typing import Any
 import torch
 
 from orchestrator.config.spec import JobSpec
-from orchestrator.job import parity, speed
+from orchestrator.core.result import CompileCost, Isolation, Memory, Probe, Probes
 from orchestrator.job.context import JobContext
-from orchestrator.job.fresh import run_fresh
-from orchestrator.job.parity import check_sampled_parity
-from orchestrator.job.result import CompileCost, Isolation, Memory, Probe, Probes
-from orchestrator.job.side_process import SideAnswer
+from orchestrator.job.phases import parity, speed
+from orchestrator.job.phases.parity import check_sampled_parity
+from orchestrator.job.processes.fresh import run_fresh
+from orchestrator.job.processes.side_process import SideAnswer
 
 
 def _side(

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from orchestrator.job.result import Isolation
+from orchestrator.core.result import Isolation
 
 # NVML's clock-event (throttle) reason bits, as nvml.h defines them (stable across driver versions;
 # nvidia-ml-py renamed the constants from ...ThrottleReason... to ...EventReason..., the bits stayed).

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from orchestrator.config.schema import CUDAGRAPH_MODES
+from orchestrator.core.result import Memory
 from orchestrator.job.context import JobContext, Side, synchronize
-from orchestrator.job.result import Memory
 
 GIB = 2**30
 

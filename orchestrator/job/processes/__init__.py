@@ -1,0 +1,11 @@
+"""The processes a job starts, and what they send back (each answer a type's `to_dict()`, rebuilt
+with its `from_dict()` by the parent).
+
+`supervisor.py`     the submitit callable: runs the worker in a child, records how a silent death ended
+`fresh.py`          every fresh process's one entry point, by the request's kind (job, side, probe, aoti-load)
+`fork_server.py`    one pre-imported process per local sweep that fresh processes fork from
+`apart.py`          more paired repetitions in fresh processes, each side alone, the sides one after the other
+`side_process.py`   one of those fresh processes (kind `side`); its answer, `SideAnswer`
+`compile_probe.py`  the warm and portable compiles, each in a fresh process (kind `probe`)
+`device_lock.py`    `launcher.overlap`: a node-local lock per GPU, held until the job's process ends
+"""

@@ -4,7 +4,7 @@
 # recompiles name the lever compile.dynamic=true: a follow-up job), and DDP (two gloo ranks), on the CPU.
 #   git worktree add /tmp/before 1a007ae
 #   SIDE=before bash benchmarks/cpu-arch-round4/run.sh /tmp/before ; SIDE=after bash ... (or both)
-# then: python benchmarks/cpu-arch-round4/same_rows.py OUT/before OUT/after
+# then: python benchmarks/cpu-arch-round3/same_rows.py OUT/before OUT/after   (round 3's comparison, unchanged)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 after=$(cd "$here/../.." && pwd)

@@ -4,6 +4,7 @@
 #   prompt 128, 128 new tokens: eager control, default, reduce-overhead (6 jobs), with this node's
 #   peaks measured once (bench.measure_peaks=true) beside the datasheet's. Its sweep folder (results,
 #   verdict), log and command land in $OUT/generate.tar.gz, also where LIMIT cut it.
+#   BATCHES=1,8 MODES=eager,default,reduce-overhead: the axes (defaults as above), for a shorter call
 #   device: WHEELS=.whl-lite bash benchmarks/h100-limits/run-gpu.sh      carry [".whl-lite"]
 #   CPU check first: PY=.venv/bin/python CPU=1 bash benchmarks/h100-limits/run-gpu.sh
 set -uo pipefail
@@ -22,7 +23,7 @@ else  # tiny, few tokens: that it runs, not its figures
 fi
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 $py -c 'import torch, transformers; print(torch.__version__, transformers.__version__)' > "$work/versions.txt" 2>&1
-args="+sweep=generate bench=quick sweep.points=[] workload.batch_size=1,8 generate.prompt_len=128 bench.measure_peaks=true verdict.follow_up=false $size"
+args="+sweep=generate bench=quick sweep.points=[] workload.batch_size=${BATCHES:-1,8} compile=${MODES:-eager,default,reduce-overhead} generate.prompt_len=128 bench.measure_peaks=true verdict.follow_up=false $size"
 echo "python -m orchestrator $args sweep.dir=SWEEP logger=none" > "$work/command.txt"
 start=$(date +%s)
 # shellcheck disable=SC2086

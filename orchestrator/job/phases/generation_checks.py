@@ -31,7 +31,7 @@ from orchestrator.job.setup.compile_settings import matmul_precision
 from workloads.decoding import Decoder, decoder_of
 
 
-class Side(Protocol):
+class ServedSide(Protocol):
     """A side as job/phases/generation.py makes it: its prefill and decode step, and its own cache."""
 
     @property
@@ -117,8 +117,8 @@ def first_divergence(eager: torch.Tensor, compiled: torch.Tensor) -> int | None:
 
 def teacher_forced(
     ctx: JobContext,
-    eager: Side,
-    compiled: Side,
+    eager: ServedSide,
+    compiled: ServedSide,
     decoder: Decoder,
     prompt: torch.Tensor,
     pos: list,
@@ -171,7 +171,7 @@ def teacher_forced(
 
 
 def check_cache_path(
-    ctx: JobContext, decoder: Decoder, side: Side, prompt: torch.Tensor, pos: list, ref: Reference
+    ctx: JobContext, decoder: Decoder, side: ServedSide, prompt: torch.Tensor, pos: list, ref: Reference
 ) -> None:
     """The prefill and one decode step over the side's cache give the last logits a forward of the
     whole sequence without a cache gives (eager, judged by the rule against the reference's forward
@@ -199,7 +199,11 @@ def check_cache_path(
 
 
 def peak_memory(
-    ctx: JobContext, eager: Side, compiled: Side, decoder: Decoder, run: Callable[[Side], Any]
+    ctx: JobContext,
+    eager: ServedSide,
+    compiled: ServedSide,
+    decoder: Decoder,
+    run: Callable[[ServedSide], Any],
 ) -> Memory:
     """Each side's peak allocated and reserved memory over one request (`run`: weights, its KV cache,
     activations), less the bytes the other side's cache holds meanwhile (one process holds both). A

@@ -120,7 +120,7 @@ def _matmul_tflops(device: torch.device, dtype: torch.dtype, n: int, repeat: int
     return 2 * n**3 / _seconds(device, lambda: a @ b, repeat) / 1e12
 
 
-def measure(device: torch.device) -> dict:
+def measure_peaks(device: torch.device) -> dict:
     """Achievable matmul TFLOP/s and copy bandwidth of this device (a few seconds)."""
     cuda = device.type == "cuda"
     tflops: dict[str, float] = {}
@@ -164,6 +164,6 @@ def node_peaks(device: torch.device, sweep_dir: Path) -> dict:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if path.exists():
             return json.loads(path.read_text())
-        peaks = measure(device)
+        peaks = measure_peaks(device)
         write_json_atomic(path, peaks)
         return peaks

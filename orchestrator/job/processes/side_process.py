@@ -123,7 +123,7 @@ def _make_side(spec: JobSpec, ctx: JobContext, name: str, own_model: bool, rebui
     return Side(model, compiled=True)
 
 
-def measure(spec: JobSpec, device: torch.device, cache: Path, role: str, req: dict) -> SideAnswer:
+def measure_sides(spec: JobSpec, device: torch.device, cache: Path, role: str, req: dict) -> SideAnswer:
     """Build the job's model here, make the side(s) of `role`, time them; peak memory since start.
     A paired process with `alone_first` makes that side first and measures it alone (its memory,
     a few steps) before the other side exists."""
@@ -210,4 +210,4 @@ def _first_call(ctx: JobContext, side: Side, name: str, req: dict, out: SideAnsw
 
 def answer(spec: JobSpec, req: dict) -> dict:
     """job/processes/fresh.py's entry for kind `side`: the SideAnswer, as the dict the parent rebuilds."""
-    return measure(spec, torch.device(req["device"]), Path(req["cache"]), req["role"], req).to_dict()
+    return measure_sides(spec, torch.device(req["device"]), Path(req["cache"]), req["role"], req).to_dict()

@@ -8,11 +8,12 @@ FSDP2 shards one by one.
 
 gpt, block     the built-in decoder and the seed block
 module         your own nn.Module (a class or a factory), its inputs and loss by config
-hf             any transformers model class, offline, random weights
+hf             any transformers model class, offline, random weights (its config: hf_config)
 timm_models    any timm model
 inputs         positional or named inputs; the training loss of any output
 blocks         the repeated blocks, found at any depth or named
 workload       the Workload every one of them returns
+decoding       what bench.task=generate drives: a decoder over a KV cache (kv_cache: the built-in gpt's)
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Hydra composition and the schema check, with every error as one ConfigError line.
 
 `compose_config` is one Hydra composition; `hydra_session` keeps Hydra initialised across many
-(the planner composes once per combination of config-group choices). `to_job_config` checks an
-arbitrary container against the schema (a structured merge); `checked_config` is its fast twin for
-containers that came out of a composition (types already enforced by the schema's nodes).
+(the planner composes once per combination of config-group choices). The schema check of a plain
+container lives in config/spec.py, which needs no Hydra: `to_job_config` (a structured merge) and
+`checked_config`, its fast twin for containers that came out of a composition.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Hydra composes `conf/config.yaml` with the user's overrides (Hydra's own overrid
 sweep's axes are the preset's `hydra.sweeper.params` plus any comma-separated CLI override; CLI
 overrides of an axis key replace the preset's values. Every point gets its own resolved config,
 checked against the schema before anything runs; Hydra composes once per distinct combination of
-config-group choices and each point's plain key overrides are applied to that (orchestrator/points.py).
+config-group choices and each point's plain key overrides are applied to that (orchestrator/config/points.py).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ OmegaConf checks types, choices (the `StrEnum` fields) and unknown keys when Hyd
 dataclass's ``__post_init__`` checks ranges when the composed config is turned into objects
 (``spec.to_job_config``). Both kinds of error surface as one ``ConfigError`` line naming the key.
 It imports only `orchestrator.core` (the failure classes and ConfigError): workloads, plan and
-jobs all depend on it. It is longer than the other modules on purpose: the whole schema, one
+jobs all depend on it. It is long on purpose: the whole schema, one
 dataclass per section with a docstring per field, reads best in one file (as torchtitan's job
 config does).
 """

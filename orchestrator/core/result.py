@@ -1,7 +1,7 @@
 """A job's result, typed: one small dataclass per phase, composed into `JobResult`.
 
 Each phase returns its section (explain, compile cost, parity, speed, memory, energy, profile,
-isolation, shapes, convergence, ...); the worker sets it on the job's result. `to_dict` writes
+isolation, shapes, convergence, ...); the protocol sets it on the job's result. `to_dict` writes
 `result.json` with the same flat field names as always (docs/results.md): a section's fields are
 its keys, a nested side (`eager`, `compiled`) or probe (`compile_warm`) prefixes its own. A section
 that did not run is absent; a field of a section that ran but was not measured is null.

@@ -4,12 +4,12 @@ between them (whether the sides fit on the device together; a parity failure rai
 Eager and compiled run in one process on the same inputs. Order matters: FLOPs (the first eager
 step) -> explain (it resets dynamo) -> the first eager and first compiled call from identical
 weights (compile cost, graphs captured, parity) -> warm-up and interleaved timed repetitions ->
-the untimed profile pass (`bench.profile`) -> memory (distributed CUDA; one process: processes.py)
+the untimed profile pass (`bench.profile`) -> memory (distributed CUDA; one process: job/processes/apart.py)
 -> the dynamic-shape schedule -> convergence over N steps (optional) -> a model with random ops:
 its parity check's own compiles, last, so that they find the timed compile's kernels in the job's
 cache instead of warming the cold compile (checked first, they made T5's and BERT's cold compile
 read 20-60% short on a CPU). When the two sides do not fit on the device together, SidesDoNotFit
-hands over to processes.one_after_the_other.
+hands over to apart.one_after_the_other (the worker calls it).
 """
 
 from __future__ import annotations
@@ -39,13 +39,13 @@ from orchestrator.job.sides import SidesRule
 
 
 class SidesDoNotFit(torch.OutOfMemoryError):
-    """The two sides together ran out of device memory (each alone may still fit: processes.py)."""
+    """The two sides together ran out of device memory (each alone may still fit: job/processes/apart.py)."""
 
 
 def run_protocol(ctx: JobContext, rule: SidesRule) -> JobResult:
     """Fill `ctx.result` phase by phase; a phase that fails raises, leaving what was measured.
     `rule`: how the sides run (job/sides.py). Where it says `apart`, only the single-model phases
-    run here (the sides run in fresh processes, processes.py)."""
+    run here (the sides run in fresh processes, job/processes/apart.py)."""
     cfg, wl, r = ctx.cfg, ctx.wl, ctx.result
     r.model = ModelFigures(
         params=wl.n_params,
@@ -162,7 +162,7 @@ def _both_sides(ctx: JobContext, rule: SidesRule) -> None:
             r.profile = Profile(profile_note=f"profile failed: {type(e).__name__}: {first_line(e)}")
     if cfg.compile.mode in CUDAGRAPH_MODES:
         check_cudagraphs(ctx)
-    if rule.memory_in_place:  # else each side alone in a fresh process (processes.py), or none
+    if rule.memory_in_place:  # else each side alone in a fresh process (apart.py), or none
         with clock.phase("memory"):
             r.memory = memory.measure_memory(ctx, eager, compiled)
     if cfg.workload.shapes:

@@ -1,7 +1,7 @@
 """How a job's two sides run, decided in one place: together in the job's process (the default),
 apart from the start, apart when they do not fit together, and which fresh processes follow (more
-paired repetitions, each side alone for its memory). The protocol, the worker and processes.py read
-this rule; none decides it again.
+paired repetitions, each side alone for its memory). The protocol and the worker read this rule
+(the worker starts job/processes/apart.py by it); none decides it again.
 """
 
 from __future__ import annotations

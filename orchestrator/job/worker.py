@@ -67,7 +67,7 @@ def job_cache(spec: JobSpec) -> Path:
 
 
 def measure(spec: JobSpec, ctx: JobContext, cache: Path, probes: bool) -> None:
-    """The protocol in this process, then the fresh processes (processes.py): more paired
+    """The protocol in this process, then the fresh processes (job/processes/apart.py): more paired
     repetitions (the first measures the warm probe too, where the job has `probes`) and each side
     alone; or, where the sides do not fit together, each side apart."""
     if ctx.cfg.bench.task == "generate":  # one process, a protocol of its own

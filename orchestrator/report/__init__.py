@@ -2,8 +2,9 @@
 
 dashboard        the page's sections, in order; `write_dashboard`
 page             tables (paged, filterable) and the page's assets
-summary          the best setting per model, aggregates per axis
+summary          aggregates per axis
 verdict_section  the answers and the verdict, the suite summary, at the top
+upgrade_section  the upgrade A/B: one word per model, then every setting's changes
 answer_chart     time saved against run length, per model
 figures          speedup, compile, memory, counts and parity charts
 compile_charts   where the compile's seconds went; cache kinds

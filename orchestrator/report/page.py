@@ -1,5 +1,5 @@
-"""The dashboard page: the answer first (best setting per model), aggregates per axis, the charts,
-then every job in a paged, filterable table whose rows link to their logs."""
+"""The dashboard page's parts: paged, filterable tables (a job's row links to its logs), the results
+table's columns, and the page's assets. dashboard.py puts the sections in order."""
 
 from __future__ import annotations
 

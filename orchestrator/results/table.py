@@ -1,6 +1,7 @@
-"""The sweep's table: every job's result read once into one DataFrame, with the scaling efficiency
-of distributed rows; written as results.jsonl (every field), results.csv and (with pyarrow)
-results.parquet (their scalar fields).
+"""The sweep's table: the `Sweep` holds the plan and each job's `JobResult` (each result.json read
+once per command; a job this command ran comes from the runner), and its `frame()` is one DataFrame,
+with the scaling efficiency of distributed rows; written as results.jsonl (every field), results.csv
+and (with pyarrow) results.parquet (their scalar fields).
 
 The DataFrame keeps each result whole, lists and mappings included (break reasons, loss curves,
 timings, top kernels), so that nothing downstream (verdict, dashboard, compare) reads a result file

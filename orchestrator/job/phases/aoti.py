@@ -6,7 +6,7 @@ start, and a load that kills the process (a segfault was seen on torch 2.11 + H2
 with its signal instead of taking the job down. Then it is loaded here, and its speed measured
 paired against eager like any compiled side.
 
-    python -m orchestrator.job.phases.aoti REQUEST.json   (the cold-start probe: fresh.run_module)
+    python -m orchestrator.job.processes.fresh REQUEST.json   (kind `aoti-load`, the cold start: run_module)
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def link_configs(user_libs: list[str] | None, platform: str, cross_target: str |
 
 
 def load(job_dir: Path, device: torch.device) -> nn.Module:
-    """The job's package, loaded again (a side process of processes.py)."""
+    """The job's package, loaded again (in a side process: job/processes/side_process.py)."""
     return Package(_load(job_dir / PACKAGE_FILE, device))
 
 

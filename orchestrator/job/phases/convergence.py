@@ -86,7 +86,7 @@ def run_convergence(ctx: JobContext, eager: Side, compiled: Side) -> Convergence
     # A copy of the eager side's module (the workload's own may be in fp64 now: the parity reference).
     plain = dataclasses.replace(ctx.wl, model=unwrap(eager.model))
     reference = Side(prepare(plain, cfg.parallel.strategy, None, ctx.device, cfg.bench.dtype))
-    # The weights both sides started from, kept on the CPU before the first calls (protocol.py):
+    # The weights both sides started from, kept on the CPU before the first calls (job/protocol.py):
     # the eager side is the workload's own model and has trained since.
     start = ctx.start_state
     assert start is not None, "protocol keeps the start weights when convergence_steps > 0"

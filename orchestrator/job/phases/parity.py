@@ -193,7 +193,7 @@ def check_parity(ctx: JobContext, eager: Side, compiled: Side, out: dict, fp64: 
             against = upcast_ref
         except torch.OutOfMemoryError:
             if upcast != torch.float32:
-                raise  # the sides with an fp64 copy: the sides do not fit (protocol.py runs them apart)
+                raise  # the sides with an fp64 copy: the sides do not fit (job/protocol.py: run apart)
             note = "the fp32 reference ran out of GPU memory; judged against eager"
             upcast = None
         except Exception as e:  # noqa: BLE001 (the reference is a check's aid: it never sinks the job)

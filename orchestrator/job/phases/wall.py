@@ -34,7 +34,7 @@ class WallClock:
         self.seconds["startup"] = max(now - self.started_at, 0.0)
         self._open: list[str] = []
         self._since = time.perf_counter()
-        self.locked_at: float | None = None  # when the job took its device's lock (device_lock.py)
+        self.locked_at: float | None = None  # when the job took its device lock (processes/device_lock.py)
 
     def _charge(self) -> None:
         now = time.perf_counter()

@@ -1,7 +1,7 @@
 """The job's fresh processes (job/processes/side_process.py), after its own measurement:
 
 - `more_processes`: `bench.processes - 1` more paired measurements, so that the speedup's CI covers
-  what changes from one process to the next (stats.py); the first also measures the warm compile
+  what changes from one process to the next (core/stats.py); the first also measures the warm compile
   probe where the job has probes;
 - `sides_alone`: each side alone on the device, for its memory (CUDA-graph pools included): in a
   paired process, before the other side is made, where there is one; else in a process of its own;

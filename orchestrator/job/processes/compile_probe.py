@@ -80,7 +80,7 @@ def run_probe(spec: JobSpec, kind: str, device: torch.device, cache: Path, artif
 
 def compile_probes(spec: JobSpec, device: torch.device, cache: Path, result: JobResult) -> Probes:
     """Warm and portable compile, each in a fresh process (the warm one already measured by the first
-    paired process where the job has more, processes.py); the steps that pay the warm one back."""
+    paired process where the job has more, apart.py); the steps that pay the warm one back."""
     if device.type == "cuda":
         torch.cuda.empty_cache()  # the probe shares the device
     folded = result.probes.compile_warm if result.probes is not None else None

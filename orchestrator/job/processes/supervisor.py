@@ -1,9 +1,11 @@
-"""The submitit callable: run the job's measurement in a child interpreter and watch how it ends.
+"""The submitit callable: run the job's measurement in a child process (a new interpreter, or a fork
+of the sweep's fork server) and watch how it ends.
 
 A worker that dies without a word (`os._exit(7)`, a segfault in a kernel, the OOM killer) takes its
 exit code with it, and submitit's local controller does not keep it either. This parent stays
 small (no torch), waits for the child, and when the child ended without writing its result, writes
-one that says how it ended: its exit code or signal and the last line it printed.
+one that says how it ended: its exit code or signal and the last line it printed. When the child
+wrote its result, it reads it back typed and adds the teardown to the job's wall time.
 
     python -m orchestrator.job.processes.fresh REQUEST.json      (the child, kind `job`: job/worker.py)
 """

@@ -11,9 +11,11 @@ paired against eager like any compiled side.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -118,17 +120,25 @@ def build(ctx: JobContext) -> tuple[nn.Module, Aoti, CompileCost]:
     t0 = time.perf_counter()
     runner = _load(path, ctx.device)
     figures.aoti_load_warm_s = time.perf_counter() - t0
-    figures.aoti_load_s = cold["load_s"]
-    figures.aoti_cold_start_s = cold["load_s"] + cold["first_call_s"]
+    figures.aoti_load_s = cold.load_s
+    figures.aoti_cold_start_s = cold.load_s + cold.first_call_s
     cost = CompileCost(
-        compile_s=export_s + package_s + cold["load_s"],  # what a server pays before its first call
+        compile_s=export_s + package_s + cold.load_s,  # what a server pays before its first call
         graphs=1,
         compile_energy_j=read_j() - j0 if read_j and j0 is not None else None,
     )
     return Package(runner), figures, cost
 
 
-def cold_start(path: Path, ctx: JobContext, job_dir: Path) -> dict:
+@dataclass
+class ColdStart:
+    """What the `aoti-load` process measured: it sends `asdict`, the parent rebuilds `ColdStart(**d)`."""
+
+    load_s: float  # loading the package in a process that has loaded nothing
+    first_call_s: float  # its first call
+
+
+def cold_start(path: Path, ctx: JobContext, job_dir: Path) -> ColdStart:
     """Load the package and call it once in a fresh process; a crash there is a compile error."""
     inputs = job_dir / INPUTS_FILE
     torch.save(map_inputs(ctx.inputs, lambda t: t.cpu()), inputs)
@@ -139,7 +149,7 @@ def cold_start(path: Path, ctx: JobContext, job_dir: Path) -> dict:
         inputs.unlink(missing_ok=True)
     if got is None:
         raise CompileError(f"aoti load of {path.name}: {why}")
-    return got
+    return ColdStart(**got)
 
 
 def answer(spec: None, req: dict) -> dict:
@@ -155,4 +165,4 @@ def answer(spec: None, req: dict) -> dict:
     with torch.no_grad():
         call(runner, inputs)  # type: ignore[arg-type]
     synchronize(device)
-    return {"load_s": load_s, "first_call_s": time.perf_counter() - t0}
+    return dataclasses.asdict(ColdStart(load_s, time.perf_counter() - t0))

@@ -1,6 +1,6 @@
 """The processes a job starts, and what they send back: the job's child its `result.json`
 (`JobResult.to_dict()`, rebuilt with `from_dict()`), a side `SideAnswer.to_dict()` (`from_dict()`), a
-probe `asdict(Probe)` (`Probe(**d)`), an AOTInductor cold start a plain dict of its two figures.
+probe `asdict(Probe)` (`Probe(**d)`), an AOTInductor cold start `asdict(ColdStart)` (`ColdStart(**d)`).
 
 `supervisor.py`     the submitit callable: runs the worker in a child, records how a silent death ended
 `fresh.py`          every fresh process's one entry point, by the request's kind (job, side, probe, aoti-load)

@@ -32,7 +32,7 @@ from orchestrator.job.phases import (
     shapes,
     speed,
 )
-from orchestrator.job.phases.tolerance import compute_dtype
+from orchestrator.job.phases.parity import compute_dtype
 from orchestrator.job.setup.compile_settings import numerics_now
 from orchestrator.job.setup.parallelize import prepare
 from orchestrator.job.sides import SidesRule

@@ -2,10 +2,9 @@
 
 `graphs.py`             dynamo's explain (graphs, breaks, reasons), the compiled fraction, the first calls
 `compile_cost.py`       where a compile's seconds went, its portable cache artifacts, recompile-limit warnings
-`parity.py`             compiled against eager (and fp64): outputs, gradients, buffers
+`parity.py`             compiled against eager (and fp64): outputs, gradients, buffers; the tolerance by dtype
 `compared.py`           the tensors parity compares, by name, and the worst of them
 `random_parity.py`      models with random ops: against their eager-kernel twin
-`tolerance.py`          the tolerance by the dtype a model computes in
 `speed.py`              FLOPs, warm-up, interleaved timed repetitions, speedup and its CI, throughput, MFU
 `isolation.py`          whether the job was alone on its device and host
 `energy.py`             joules per step from NVML

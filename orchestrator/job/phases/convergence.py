@@ -24,7 +24,7 @@ from torch import nn
 
 from orchestrator.core.result import Convergence
 from orchestrator.job.context import JobContext, Side
-from orchestrator.job.phases.tolerance import PARITY_TOL
+from orchestrator.job.phases.parity import PARITY_TOL
 from orchestrator.job.setup.parallelize import prepare
 from workloads.inputs import Inputs, call, map_inputs
 

@@ -32,7 +32,7 @@ from orchestrator.core.result import NO_REASON, CompileCost, Explain, Generation
 from orchestrator.core.stats import median_ratio_ci, percentiles
 from orchestrator.job.context import JobContext
 from orchestrator.job.phases import compile_cost, generation_checks, limits, parity, speed
-from orchestrator.job.phases.tolerance import compute_dtype
+from orchestrator.job.phases.parity import compute_dtype
 from orchestrator.job.setup.compile_settings import numerics_now
 from orchestrator.job.setup.parallelize import compile_kwargs
 from workloads.decoding import Decoder, decoder_of, served_weights

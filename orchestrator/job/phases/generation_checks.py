@@ -4,7 +4,7 @@ part, and each side's peak memory over a request (job/phases/generation.py runs 
 Random weights leave the top logits of a decoder near-tied, so greedy tokens of two correct sides can
 part at any token for reasons that are not a miscompile. Parity therefore feeds both sides eager's
 tokens (teacher forcing) and compares every token's logits by the rule parity.py applies to the
-other tasks (PyTorch's accuracy checker's): within the dtype's tolerance of eager (job/phases/tolerance.py),
+other tasks (PyTorch's accuracy checker's): within the dtype's tolerance of eager (job/phases/parity.py),
 or else within `bench.parity_multiplier` times eager's own error against a reference of the same
 weights upcast (fp64 up to `bench.fp64_max_params`, fp32 beyond) plus a tenth of the tolerance. The
 reference is needed: with weights in bf16 (as served) a 16-layer 1B Llama's logits move 0.028-0.034
@@ -26,7 +26,7 @@ from orchestrator.config.schema import CUDAGRAPH_MODES
 from orchestrator.core.result import Memory, Parity
 from orchestrator.core.stats import rel_error
 from orchestrator.job.context import JobContext, synchronize
-from orchestrator.job.phases.tolerance import PARITY_TOL, compute_dtype
+from orchestrator.job.phases.parity import PARITY_TOL, compute_dtype
 from orchestrator.job.setup.compile_settings import matmul_precision
 from workloads.decoding import Decoder, decoder_of
 

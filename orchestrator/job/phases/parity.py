@@ -1,5 +1,6 @@
 """Parity: compiled against eager, and against an fp64 reference where affordable, by the rule of
-PyTorch's own accuracy checker; models with random ops: random_parity.py. Eager itself non-finite is
+PyTorch's own accuracy checker, with its tolerance by the dtype a model computes in; models with random
+ops: random_parity.py. Eager itself non-finite is
 its own failure (no parity to judge). The whole rule, its failure's words, and the sampled check of sides run
 apart, in one place."""
 
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import torch
+from torch import nn
 from torch.nn.modules.batchnorm import _NormBase
 
 from orchestrator.core.failures import EagerNotFiniteError, ParityError
@@ -31,9 +33,21 @@ from orchestrator.job.phases.compared import (
     worst_sampled,
     worst_tensors,
 )
-from orchestrator.job.phases.tolerance import PARITY_TOL, compute_dtype
 from orchestrator.job.setup.compile_settings import matmul_precision
 from workloads.inputs import call, map_inputs
+
+# The tolerance, by the dtype a model computes in (not always `bench.dtype`).
+# Parity tolerance on the relative error norm, per compute dtype.
+PARITY_TOL = {"fp32": 1e-4, "bf16": 3e-2, "fp16": 5e-3}
+_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.float64: "fp32"}
+
+
+def compute_dtype(model: nn.Module, bench_dtype: str) -> str:
+    """The dtype the model's arithmetic runs in: the least precise of its floating parameters' dtypes
+    and the autocast dtype (`bench.dtype`); a model built in bf16 computes in bf16 under fp32."""
+    found = {_NAMES.get(p.dtype, "fp32") for p in model.parameters() if p.is_floating_point()}
+    found.add(bench_dtype)
+    return max(found, key=lambda d: PARITY_TOL[d])
 
 
 def _buffer_error(bufs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor]) -> float | None:

@@ -33,13 +33,13 @@ from orchestrator.job.context import JobContext, Side, first_line
 from orchestrator.job.phases.compared import twin_errors, worst_by_rounding
 from orchestrator.job.phases.parity import (
     check_parity,
+    compute_dtype,
     reference_error,
     reference_step,
     upcast_fits,
     upcast_for,
 )
 from orchestrator.job.phases.speed import rng_states
-from orchestrator.job.phases.tolerance import compute_dtype
 from orchestrator.job.setup.parallelize import prepare
 from workloads.inputs import map_inputs
 

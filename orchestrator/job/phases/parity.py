@@ -36,10 +36,10 @@ from orchestrator.job.phases.compared import (
 from orchestrator.job.setup.compile_settings import matmul_precision
 from workloads.inputs import call, map_inputs
 
-# The tolerance, by the dtype a model computes in (not always `bench.dtype`).
-# Parity tolerance on the relative error norm, per compute dtype.
+# The tolerance on the relative error norm, by the dtype a model computes in (not always `bench.dtype`).
 PARITY_TOL = {"fp32": 1e-4, "bf16": 3e-2, "fp16": 5e-3}
 _NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.float64: "fp32"}
+_COARSER = ("fp32", "fp16", "bf16")  # each less precise than the one before it
 
 
 def compute_dtype(model: nn.Module, bench_dtype: str) -> str:
@@ -47,7 +47,7 @@ def compute_dtype(model: nn.Module, bench_dtype: str) -> str:
     and the autocast dtype (`bench.dtype`); a model built in bf16 computes in bf16 under fp32."""
     found = {_NAMES.get(p.dtype, "fp32") for p in model.parameters() if p.is_floating_point()}
     found.add(bench_dtype)
-    return max(found, key=lambda d: PARITY_TOL[d])
+    return max(found, key=_COARSER.index)
 
 
 def _buffer_error(bufs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor]) -> float | None:

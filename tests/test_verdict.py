@@ -479,9 +479,13 @@ def test_a_follow_up_job_measures_the_lever_and_the_verdict_gives_both_answers(f
     assert v["follow_up"]["speedup"] == pytest.approx(follow["speedup"])
     steps = f"compiled {follow['compiled_ms']:.3g} ms (was {named['compiled_ms']:.3g} ms)"
     assert steps in v["follow_up"]["moved"] and f"    {v['follow_up']['moved']}" in proc.stdout, v
-    assert (
-        "follow-up step 1: 1 job(s)" in proc.stdout and "follow-up with compile.dynamic=true: " in proc.stdout
-    )
+    assert "follow-up step 1: 1 job(s)" in proc.stdout, proc.stdout
+    # Where the lever's gain clears its CI the answer is the best found, its path naming the lever;
+    # else the follow-up's own line (a busy host decides which: the tiny block's gain is small).
+    if v.get("best"):
+        assert v["best"]["levers"] == ["compile.dynamic=true"] and "best found: " in proc.stdout, v
+    else:
+        assert "follow-up with compile.dynamic=true: " in proc.stdout, proc.stdout
     assert f"verdict {v['model']}: " in proc.stdout, "the answer at the user's settings, first"
 
 

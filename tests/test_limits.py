@@ -9,7 +9,7 @@ import torch
 import transformers
 from torch.utils.flop_counter import FlopCounterMode
 
-from orchestrator.job.phases import limits
+from orchestrator.job.phases import limits, peaks
 from workloads.decoding import decoder_of
 
 BATCH, PROMPT, NEW = 2, 6, 4
@@ -73,12 +73,12 @@ def test_a_prefills_flops_are_torchs_own_count_with_causal_attentions_useful_hal
 
 def test_utilization_is_null_where_no_peak_is_known_and_the_basis_says_why():
     cpu = torch.device("cpu")
-    known = limits.peaks_of(cpu, "fp32", None)
+    known = peaks.peaks_of(cpu, "fp32", None)
     assert known.bytes_per_s is None and known.spec_bytes_per_s is None
     assert "no spec for CPUs" in str(known.bytes_basis)
-    assert limits.utilization(1e9, 0.01, known.bytes_per_s) is None
+    assert peaks.utilization(1e9, 0.01, known.bytes_per_s) is None
     measured = {"device": "cpu", "copy_tb_s": 0.02, "tflops": {"fp32": 0.5}}
-    node = limits.peaks_of(cpu, "fp32", measured)
+    node = peaks.peaks_of(cpu, "fp32", measured)
     assert node.bytes_per_s == 0.02e12 and str(node.bytes_basis).startswith("measured: copy")
     assert node.spec_bytes_per_s is None  # measured here, still no datasheet for a CPU: never guessed
-    assert limits.utilization(1e9, 0.1, node.bytes_per_s) == pytest.approx(0.5)
+    assert peaks.utilization(1e9, 0.1, node.bytes_per_s) == pytest.approx(0.5)

@@ -7,10 +7,12 @@ import json
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 import torch
 from conftest import ROOT, by_label, run_cli
 
+from orchestrator.analysis.serving import limits_line
 from orchestrator.job.phases import peaks
 
 # Names as torch.cuda.get_device_name() reports them, and the variant each must be read as.
@@ -103,15 +105,26 @@ def test_measured_peaks_are_measured_once_per_node_and_cached(tmp_path):
     assert peaks.peak_flops(torch.device("cpu"), "bf16", measured)[0] is None, "only fp32 measured on CPU"
 
 
-def test_a_job_with_measure_peaks_writes_the_node_cache(tmp_path, fast):
-    proc = run_cli(
-        ["workload=block", "bench.task=infer", "compile.mode=eager", "bench.measure_peaks=true", *fast],
-        cwd=tmp_path,
-        timeout=300,
-    )
+def test_a_job_with_measure_peaks_writes_the_node_cache_and_holds_its_step_against_it(tmp_path, fast):
+    """The node's peaks measured once and cached; the step's MFU and (profile) MBU against them, in
+    the result, the table (percent) and the verdict's words; the datasheet's null on a CPU, not guessed."""
+    args = ["workload=block", "bench.task=infer", "compile.mode=eager", "bench.measure_peaks=true"]
+    proc = run_cli([*args, "bench.profile=true", *fast], cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     sweep = tmp_path / "sweeps" / "default"
     (cached,) = (sweep / "peaks").glob("*-cpu.json")
-    assert json.loads(cached.read_text())["tflops"]["fp32"] > 0
+    node = json.loads(cached.read_text())
+    assert node["tflops"]["fp32"] > 0
     (r,) = by_label(sweep).values()
-    assert r["status"] == "ok"
+    assert r["status"] == "ok" and r["mfu_basis"] == "measured: fp32 matmul on cpu"
+    for side in ("eager", "compiled"):  # the hand formula on the result's own figures
+        mfu = r["flops_per_step"] / (r[f"{side}_ms"] / 1000) / (node["tflops"]["fp32"] * 1e12)
+        assert r[f"{side}_mfu"] == pytest.approx(mfu) and r[f"{side}_mfu_spec"] is None
+        mbu = r[f"{side}_bytes_per_step"] / (r[f"{side}_ms"] / 1000) / (node["copy_tb_s"] * 1e12)
+        assert r[f"{side}_mbu"] == pytest.approx(mbu) and r[f"{side}_mbu_spec"] is None
+    assert r["peak_bytes_basis"] == "measured: copy on cpu" and r["spec_bytes_per_s"] is None
+    assert "compiled mfu" in proc.stdout and "compiled step mbu" in proc.stdout
+    line = limits_line(pd.Series(r))
+    assert line is not None and line.startswith("compiled step at ") and "of measured FLOP/s" in line
+    assert "compiled step's bytes at " in line and "of measured bandwidth, eager at " in line
+    assert "datasheet" not in line, "a CPU has no datasheet figure: none quoted"

@@ -48,32 +48,45 @@ def _percent(x: float | None) -> str:
 
 
 def limits_line(row: pd.Series) -> str | None:
-    """`generate`: where each side's decode stands against the card's bandwidth and its prefill against
-    its FLOP/s (job/phases/limits.py), `compiled decode at 43% of measured bandwidth (40% of the datasheet's),
-    eager at 6%; ...`; where no peak is known, that said with how to get one. None for other tasks
-    and for results from before MBU was measured."""
-    if row.get(COL.task) != "generate" or not present(row.get(COL.gen_decode_bytes)):
-        return None
-    out = []
-    for what, basis_key, fig in (
-        ("decode", COL.gen_bandwidth_basis, "decode_mbu"),
-        ("prefill", COL.gen_flops_basis, "prefill_mfu"),
-    ):
-        basis = row.get(basis_key)
-        ours = [number(row.get(getattr(COL, f"{side}_{fig}"))) for side in ("compiled", "eager")]
-        spec = [number(row.get(getattr(COL, f"{side}_{fig}_spec"))) for side in ("compiled", "eager")]
-        limit = "bandwidth" if what == "decode" else "FLOP/s"
-        if ours[0] is None:
-            why = basis if isinstance(basis, str) else "no peak known"
-            how = "" if "measure_peaks" in why else "; bench.measure_peaks=true measures this node's"
-            out.append(f"{what}: no {limit} peak to hold it against ({why}{how})")
-            continue
-        measured = isinstance(basis, str) and basis.startswith("measured")
-        against = f"measured {limit}" if measured else f"the datasheet's {limit}"
-        text = f"compiled {what} at {_percent(ours[0])} of {against}"
-        text += f" ({_percent(spec[0])} of the datasheet's)" if measured and spec[0] is not None else ""
-        out.append(text + f", eager at {_percent(ours[1])}")
-    return "; ".join(out)
+    """Where each side stands against the card's limits (docs/limits.md), in words. `generate`: its
+    decode against the bandwidth and its prefill against the FLOP/s (job/phases/limits.py),
+    `compiled decode at 43% of measured bandwidth (40% of the datasheet's), eager at 6%; ...`; where
+    no peak is known, that said with how to get one. Train and infer: the step's MFU, and its bytes
+    against the bandwidth where the profile counted them (`bench.profile`), said only where measured.
+    None for results from before these were measured."""
+    if row.get(COL.task) == "generate":
+        if not present(row.get(COL.gen_decode_bytes)):
+            return None
+        figures = (
+            ("decode", "bandwidth", row.get(COL.gen_bandwidth_basis), "decode_mbu", "decode_mbu_spec"),
+            ("prefill", "FLOP/s", row.get(COL.gen_flops_basis), "prefill_mfu", "prefill_mfu_spec"),
+        )
+        return "; ".join(_against(row, *f, unknown_said=True) for f in figures)
+    figures = (
+        ("step", "FLOP/s", row.get(COL.mfu_basis), "mfu", "mfu_spec"),
+        ("step's bytes", "bandwidth", row.get(COL.peak_bytes_basis), "mbu", "mbu_spec"),
+    )
+    said = [_against(row, *f, unknown_said=False) for f in figures]
+    return "; ".join(s for s in said if s) or None
+
+
+def _against(
+    row: pd.Series, what: str, limit: str, basis: object, fig: str, spec_fig: str, unknown_said: bool
+) -> str:
+    """One figure of both sides against its peak, measured or the datasheet's (the basis says which)."""
+    ours = [number(row.get(getattr(COL, f"{side}_{fig}"))) for side in ("compiled", "eager")]
+    spec = number(row.get(getattr(COL, f"compiled_{spec_fig}")))
+    if ours[0] is None:
+        if not unknown_said:
+            return ""
+        why = basis if isinstance(basis, str) else "no peak known"
+        how = "" if "measure_peaks" in why else "; bench.measure_peaks=true measures this node's"
+        return f"{what}: no {limit} peak to hold it against ({why}{how})"
+    measured = isinstance(basis, str) and basis.startswith("measured")
+    against = f"measured {limit}" if measured else f"the datasheet's {limit}"
+    text = f"compiled {what} at {_percent(ours[0])} of {against}"
+    text += f" ({_percent(spec)} of the datasheet's)" if measured and spec is not None else ""
+    return text + f", eager at {_percent(ours[1])}"
 
 
 def batch_lines(df: pd.DataFrame, verdicts: list[ModelVerdict], models: list[str]) -> list[str]:

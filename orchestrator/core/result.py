@@ -291,7 +291,8 @@ class SideSpeed:
     samples_per_s_by_rank: list[Any] = field(default_factory=list)
     tokens_per_s: NUMBER = figure(dashboard=True)
     tokens_per_s_per_device: NUMBER = None
-    mfu: NUMBER = figure(dashboard=True)
+    mfu: NUMBER = figure("{side} mfu", dashboard=True)  # FLOPs a step / step time / mfu_peak_tflops
+    mfu_spec: NUMBER = None  # the same against the datasheet's FLOP/s (mfu_spec_tflops)
 
 
 @dataclass
@@ -309,6 +310,7 @@ class Speed:
     sides_note: str | None = None
     mfu_peak_tflops: NUMBER = figure(dashboard=True)
     mfu_basis: str | None = figure(dashboard=True)
+    mfu_spec_tflops: NUMBER = None  # the datasheet's FLOP/s for this dtype (null: none known)
     break_even_steps: NUMBER = figure(dashboard=True)
 
 
@@ -385,6 +387,8 @@ class SideProfile:
     bytes_per_step: NUMBER = None
     flops_per_s: NUMBER = None
     bytes_per_s: NUMBER = None
+    mbu: NUMBER = figure("{side} step mbu", dashboard=True)  # bytes_per_s / peak_bytes_per_s
+    mbu_spec: NUMBER = None  # bytes_per_s / spec_bytes_per_s
     intensity: NUMBER = None
 
 
@@ -397,6 +401,8 @@ class Profile:
     profile_note: str | None = None
     peak_flops_per_s: NUMBER = None
     peak_bytes_per_s: NUMBER = None
+    peak_bytes_basis: str | None = None  # where peak_bytes_per_s came from: measured here, or the spec
+    spec_bytes_per_s: NUMBER = None
     roofline_note: str | None = None
     eager: SideProfile = side(SideProfile)
     compiled: SideProfile = side(SideProfile)

@@ -30,16 +30,20 @@ SETTING_COLUMNS = [
     (k, header(k))
     for k in (COL.workload, COL.model, COL.size, COL.task, COL.dtype, COL.numerics, COL.mode, COL.dynamic)
 ] + [(COL.strategy, header(COL.strategy)), (COL.lever, "follow-up lever")]
-# The figures: speed first, then (bench.task=generate) the time to first token's speedup, decode
-# tokens/s and the share of the card's bandwidth they reach (MBU), recompiles over a request; then
-# parity, graphs and the job's status. `speedup_ci` is the CI's two ends.
+# The figures: speed first, the compiled step's MFU and (bench.profile) MBU; then (bench.task=generate)
+# the time to first token's speedup, decode tokens/s and the share of the card's bandwidth they reach
+# (MBU), recompiles over a request; then parity, graphs and the job's status. `speedup_ci` is the CI's
+# two ends.
 FIGURE_KEYS: tuple[str, ...] = (COL.compile_s, COL.eager_ms, COL.compiled_ms, COL.speedup, "speedup_ci")
+FIGURE_KEYS += (COL.compiled_mfu, COL.compiled_mbu)  # the compiled step against the peaks (docs/limits.md)
 FIGURE_KEYS += (COL.gen_ttft_speedup, COL.compiled_decode_tokens_per_s, COL.compiled_decode_mbu)
 FIGURE_KEYS += (COL.gen_recompiles, COL.parity_ok, COL.graph_breaks, COL.compiled_fraction)
 FIGURE_KEYS += (COL.dyn_recompiles, COL.iso_ok, COL.status)
 FIGURE_COLUMNS = [(k, "95% CI" if k == "speedup_ci" else header(k)) for k in FIGURE_KEYS]
 # Plain output: the figures least needed go first when a line would be wider than PLAIN_WIDTH.
 DROP_ORDER = (
+    COL.compiled_mbu,
+    COL.compiled_mfu,
     COL.compiled_fraction,
     COL.compiled_decode_mbu,
     COL.gen_recompiles,
@@ -51,6 +55,7 @@ DROP_ORDER = (
     COL.compile_s,
 )
 CELL_WIDTH = 36
+UTILIZATIONS = (COL.compiled_mfu, COL.compiled_mbu, COL.compiled_decode_mbu)  # shares of a peak, in percent
 
 
 def isolation_flag(iso_ok: Any) -> str:
@@ -74,8 +79,8 @@ def format_cell(row: pd.Series, key: str) -> str:
         return f"{value} (computes {computes})"  # a model built in bf16 under bench.dtype=fp32
     if key in (COL.graph_breaks, COL.dyn_recompiles, COL.gen_recompiles):
         return f"{value:.0f}"
-    if key == COL.compiled_fraction:
-        return f"{value:.0%}"
+    if key in (COL.compiled_fraction, *UTILIZATIONS):
+        return f"{value:.0%}" if value >= 0.01 or not value else f"{value:.1%}"
     return sig(value) if isinstance(value, int | float) and not isinstance(value, bool) else axis_text(value)
 
 

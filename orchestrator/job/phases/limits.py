@@ -103,35 +103,6 @@ def prefill_flops(shape: ServedShape, batch: int, prompt_len: int, head_position
     return float(body + head + attention)
 
 
-@dataclass(frozen=True)
-class Peaks:
-    """The peaks a figure is held against: the first measured on this node where it was, else the
-    datasheet's; the datasheet's alone as the second. None, with the basis saying why, where unknown."""
-
-    bytes_per_s: float | None
-    bytes_basis: str | None
-    spec_bytes_per_s: float | None
-    flops_per_s: float | None
-    flops_basis: str | None
-    spec_flops_per_s: float | None
-
-
-def peaks_of(device: torch.device, dtype: str, measured: dict | None) -> Peaks:
-    """This job's peaks (job/phases/peaks.py): bandwidth and the dtype's matmul FLOP/s, both ways."""
-    bw, bw_basis = peaks.peak_bandwidth(device, measured)
-    flops, flops_basis = peaks.peak_flops(device, dtype, measured)
-    spec_bw, _ = peaks.peak_bandwidth(device, None)
-    spec_flops, _ = peaks.peak_flops(device, dtype, None)
-    return Peaks(bw, bw_basis, spec_bw, flops, flops_basis, spec_flops)
-
-
-def utilization(amount: float | None, seconds: float | None, peak: float | None) -> float | None:
-    """amount / seconds / peak: bytes for MBU, FLOPs for MFU; None where any is unknown."""
-    if not amount or not seconds or not peak:
-        return None
-    return amount / seconds / peak
-
-
 def fill(ctx: JobContext, out: Generation, decoder: Decoder, cache: list[torch.Tensor]) -> None:
     """Each side's decode MBU and prefill MFU, against this node's measured peaks and the datasheet's
     (the module's docstring): the bytes and FLOPs counted on the model and its cache."""
@@ -142,7 +113,7 @@ def fill(ctx: JobContext, out: Generation, decoder: Decoder, cache: list[torch.T
     out.gen_decode_bytes = mean_decode_bytes(shape, g.prompt_len, g.new_tokens)
     heads = decoder.head_positions(g.prompt_len)
     out.gen_prefill_flops = prefill_flops(shape, ctx.wl.batch_size, g.prompt_len, heads)
-    peak = peaks_of(ctx.device, ctx.cfg.bench.dtype, ctx.peaks)
+    peak = peaks.peaks_of(ctx.device, ctx.cfg.bench.dtype, ctx.peaks)
     out.gen_bandwidth_tb_s = peak.bytes_per_s / 1e12 if peak.bytes_per_s else None
     out.gen_spec_tb_s = peak.spec_bytes_per_s / 1e12 if peak.spec_bytes_per_s else None
     out.gen_peak_tflops = peak.flops_per_s / 1e12 if peak.flops_per_s else None
@@ -152,7 +123,7 @@ def fill(ctx: JobContext, out: Generation, decoder: Decoder, cache: list[torch.T
     for side in (out.eager, out.compiled):
         decode_s = side.decode_p50_ms / 1000 if decoding and side.decode_p50_ms else None
         ttft_s = side.ttft_ms / 1000 if side.ttft_ms else None
-        side.decode_mbu = utilization(out.gen_decode_bytes, decode_s, peak.bytes_per_s)
-        side.decode_mbu_spec = utilization(out.gen_decode_bytes, decode_s, peak.spec_bytes_per_s)
-        side.prefill_mfu = utilization(out.gen_prefill_flops, ttft_s, peak.flops_per_s)
-        side.prefill_mfu_spec = utilization(out.gen_prefill_flops, ttft_s, peak.spec_flops_per_s)
+        side.decode_mbu = peaks.utilization(out.gen_decode_bytes, decode_s, peak.bytes_per_s)
+        side.decode_mbu_spec = peaks.utilization(out.gen_decode_bytes, decode_s, peak.spec_bytes_per_s)
+        side.prefill_mfu = peaks.utilization(out.gen_prefill_flops, ttft_s, peak.flops_per_s)
+        side.prefill_mfu_spec = peaks.utilization(out.gen_prefill_flops, ttft_s, peak.spec_flops_per_s)

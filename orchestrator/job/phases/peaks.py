@@ -106,6 +106,35 @@ def peak_bandwidth(device: torch.device, measured: dict | None = None) -> tuple[
     return (spec.tb_s * 1e12, f"spec: {spec.variant}") if spec else (None, f"no spec for {name!r}")
 
 
+@dataclass(frozen=True)
+class Peaks:
+    """The peaks a figure is held against: the first measured on this node where it was, else the
+    datasheet's; the datasheet's alone as the second. None, with the basis saying why, where unknown."""
+
+    bytes_per_s: float | None
+    bytes_basis: str | None
+    spec_bytes_per_s: float | None
+    flops_per_s: float | None
+    flops_basis: str | None
+    spec_flops_per_s: float | None
+
+
+def peaks_of(device: torch.device, dtype: str, measured: dict | None) -> Peaks:
+    """This job's peaks (above): bandwidth and the dtype's matmul FLOP/s, both ways."""
+    bw, bw_basis = peak_bandwidth(device, measured)
+    flops, flops_basis = peak_flops(device, dtype, measured)
+    spec_bw, _ = peak_bandwidth(device, None)
+    spec_flops, _ = peak_flops(device, dtype, None)
+    return Peaks(bw, bw_basis, spec_bw, flops, flops_basis, spec_flops)
+
+
+def utilization(amount: float | None, seconds: float | None, peak: float | None) -> float | None:
+    """amount / seconds / peak: bytes for MBU, FLOPs for MFU; None where any is unknown."""
+    if not amount or not seconds or not peak:
+        return None
+    return amount / seconds / peak
+
+
 def _seconds(device: torch.device, fn, repeat: int) -> float:
     """Best seconds per call over three blocks of `repeat` calls, after a warm-up call."""
     from orchestrator.job.context import seconds_per_call

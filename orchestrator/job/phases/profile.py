@@ -25,7 +25,7 @@ from torch.utils._pytree import tree_leaves
 
 from orchestrator.core.result import Profile, SideProfile
 from orchestrator.job.context import JobContext, Side, synchronize
-from orchestrator.job.phases.peaks import peak_bandwidth, peak_flops
+from orchestrator.job.phases.peaks import peaks_of, utilization
 
 TOP = 5
 # The compiled call's own host work: dynamo's guard check, and the compiled region's wrapper around
@@ -206,13 +206,16 @@ def profile_sides(
     """The profile pass, and with `full` (`bench.profile`) the traces and the roofline's byte counts."""
     cuda = ctx.device.type == "cuda"
     steps = min(max(2, ctx.cfg.bench.steps_per_repeat), MAX_STEPS)
+    peak = peaks_of(ctx.device, ctx.cfg.bench.dtype, ctx.peaks)
     out = Profile(
         profile_unit="cuda kernels"
         if cuda
         else "cpu ops (aten; compiled C++ kernels run inside their region)",
         profile_steps=steps,
-        peak_bytes_per_s=peak_bandwidth(ctx.device, ctx.peaks)[0],
-        peak_flops_per_s=peak_flops(ctx.device, ctx.cfg.bench.dtype, ctx.peaks)[0],
+        peak_bytes_per_s=peak.bytes_per_s,
+        peak_bytes_basis=peak.bytes_basis,
+        spec_bytes_per_s=peak.spec_bytes_per_s,
+        peak_flops_per_s=peak.flops_per_s,
         eager=_profile_side(ctx, eager, "eager", steps, full),
         compiled=_profile_side(ctx, compiled, "compiled", steps, full),
     )
@@ -231,5 +234,7 @@ def profile_sides(
         side.bytes_per_step = moved_bytes = moved[name]
         side.flops_per_s = flops / (ms / 1000) if flops and ms else None
         side.bytes_per_s = moved_bytes / (ms / 1000) if moved_bytes and ms else None
+        side.mbu = utilization(moved_bytes, ms / 1000 if ms else None, peak.bytes_per_s)
+        side.mbu_spec = utilization(moved_bytes, ms / 1000 if ms else None, peak.spec_bytes_per_s)
         side.intensity = flops / moved_bytes if flops and moved_bytes else None
     return out

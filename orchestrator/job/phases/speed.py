@@ -102,7 +102,7 @@ def summarize(ctx: JobContext, interleaved: bool = True, sides_note: str | None 
     else:
         speedup, low, high = unpaired_ratio_ci(e_ms, c_ms, b.bootstrap, b.seed)
     n_proc = len(set(t.get("process") or [0]))
-    peak, basis = peaks.peak_flops(ctx.device, b.dtype, ctx.peaks)
+    peak = peaks.peaks_of(ctx.device, b.dtype, ctx.peaks)
     out = Speed(
         speedup=speedup,
         speedup_ci_low=low,
@@ -111,8 +111,9 @@ def summarize(ctx: JobContext, interleaved: bool = True, sides_note: str | None 
         speedup_ci_scope=f"{n_proc} processes" if n_proc > 1 else "one process (rerun may differ)",
         interleaved=interleaved,
         sides_note=sides_note,
-        mfu_peak_tflops=peak / 1e12 if peak else None,
-        mfu_basis=basis,
+        mfu_peak_tflops=peak.flops_per_s / 1e12 if peak.flops_per_s else None,
+        mfu_basis=peak.flops_basis,
+        mfu_spec_tflops=peak.spec_flops_per_s / 1e12 if peak.spec_flops_per_s else None,
     )
     flops = model.flops_per_step if model else None
     batch, seq = (model.batch_size, model.seq_len) if model else (None, None)
@@ -124,7 +125,8 @@ def summarize(ctx: JobContext, interleaved: bool = True, sides_note: str | None 
         side.samples_per_s = sum(side.samples_per_s_by_rank) if batch else None
         side.tokens_per_s = side.samples_per_s * seq if seq and side.samples_per_s else None
         side.tokens_per_s_per_device = side.tokens_per_s / ctx.world if side.tokens_per_s else None
-        side.mfu = flops / (ms / 1000) / peak if peak and flops else None
+        side.mfu = peaks.utilization(flops, ms / 1000, peak.flops_per_s)
+        side.mfu_spec = peaks.utilization(flops, ms / 1000, peak.spec_flops_per_s)
     compile_s = ctx.result.compile.compile_s if ctx.result.compile else None
     if ctx.compiled_mode and compile_s:
         out.break_even_steps = payback_steps(compile_s, saved_per_step_s(out.eager.ms, speedup))

@@ -79,7 +79,7 @@ def format_cell(row: pd.Series, key: str) -> str:
         return f"{value} (computes {computes})"  # a model built in bf16 under bench.dtype=fp32
     if key in (COL.graph_breaks, COL.dyn_recompiles, COL.gen_recompiles):
         return f"{value:.0f}"
-    if key in (COL.compiled_fraction, *UTILIZATIONS):
+    if key in (COL.compiled_fraction, *UTILIZATIONS) and isinstance(value, int | float):
         return f"{value:.0%}" if value >= 0.01 or not value else f"{value:.1%}"
     return sig(value) if isinstance(value, int | float) and not isinstance(value, bool) else axis_text(value)
 

@@ -49,6 +49,9 @@ def test_job_ids_are_stable_and_distinct(tmp_path):
     assert len(set(ids_a)) == 3
     c = build_plan(["+sweep=dynamic", "bench.repeats=11"], cwd=tmp_path)
     assert not set(ids_a) & {j.job_id for j in c.jobs}, "a measured setting must change the id"
+    # a later key (bench.sync_each_step): left at its default, the ids stay those of earlier sweeps
+    d = build_plan(["+sweep=dynamic", "bench.sync_each_step=true"], cwd=tmp_path)
+    assert not set(ids_a) & {j.job_id for j in d.jobs} and d.jobs[0].config["bench"]["sync_each_step"] is True
 
 
 def test_duplicate_points_run_once(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import FAST, TESTS
 
 from orchestrator.config.plan import build_plan
@@ -78,12 +79,23 @@ def test_wrong_compiler_fails_parity_with_figures(tmp_path, compile_cache):
 
 
 def test_eager_control_passes_parity_and_has_no_compile(tmp_path, compile_cache):
-    r = measure(tmp_path, compile_cache, "workload=block", "compile.mode=eager")
+    # each step timed alone between syncs (bench.sync_each_step, as PyTorch's harness times)
+    steps = ["bench.sync_each_step=true", "bench.steps_per_repeat=2"]
+    r = measure(tmp_path, compile_cache, "workload=block", "compile.mode=eager", *steps)
     assert r["status"] == "ok" and r["parity_ok"]
     assert r["compile_s"] == 0.0 and r.get("graphs") is None
-    # Both sides timed alike (no bound on the ratio: three one-step repetitions on a busy host can read
+    # Both sides timed alike (no bound on the ratio: three repetitions on a busy host can read
     # anything; tests/test_processes.py holds the control's CI to 1 with enough repetitions).
-    assert r["speedup"] > 0 and len(r["timings"]["eager_ms"]) == len(r["timings"]["compiled_ms"]) == 3
+    t = r["timings"]
+    assert r["speedup"] > 0 and len(t["eager_ms"]) == len(t["compiled_ms"]) == 3
+    assert len(t["eager_step_ms"]) == 6 and all(ms > 0 for ms in t["eager_step_ms"] + t["compiled_step_ms"])
+    for name in ("eager", "compiled"):  # a block's figure is the mean of its steps, each timed alone
+        pairs = zip(
+            t[f"{name}_ms"],
+            zip(t[f"{name}_step_ms"][::2], t[f"{name}_step_ms"][1::2], strict=True),
+            strict=True,
+        )
+        assert all(ms == pytest.approx(sum(two) / 2) for ms, two in pairs)
 
 
 def test_speedup_ci_contains_the_estimate_and_pairs_every_repetition(tmp_path, compile_cache):

@@ -234,6 +234,10 @@ class BenchConfig:
     """Timed repetitions; each times one eager and one compiled block, in alternating order."""
     steps_per_repeat: int = 3
     """Steps per timed block (k)."""
+    sync_each_step: bool = False
+    """Time each step alone, between two device syncs, by the host's clock (as PyTorch's harness and a
+    loop that reads every step's output pay it); false: CUDA events between back-to-back steps, one
+    sync a block (a loop that never waits on the device: the host's next launch overlaps this step)."""
     bootstrap: int = 2000
     """Bootstrap resamples for the speedup's 95% confidence interval."""
     processes: int | None = None

@@ -182,10 +182,19 @@ class JobContext:
         """Seconds per call: CUDA events on GPU, perf_counter on CPU."""
         return seconds_per_call(self.device, fn, repeat)
 
-    def timed_steps(self, fn: Callable[[], object], steps: int) -> list[float]:
+    def timed_steps(self, fn: Callable[[], object], steps: int, sync_each: bool = False) -> list[float]:
         """Seconds of each of `steps` calls: CUDA events between steps (one sync at the end) on GPU,
-        perf_counter on CPU."""
+        perf_counter on CPU; `sync_each`: each call alone between two syncs, by perf_counter (what a
+        loop pays that waits on every step's output: its host time no longer overlaps the device's)."""
         synchronize(self.device)
+        if sync_each:
+            seconds = []
+            for _ in range(steps):
+                t0 = time.perf_counter()
+                fn()
+                synchronize(self.device)
+                seconds.append(time.perf_counter() - t0)
+            return seconds
         if self.device.type == "cuda":
             events = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
             events[0].record()

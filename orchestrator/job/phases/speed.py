@@ -84,7 +84,7 @@ def measure_speed(
     for i in range(b.repeats):
         for name in names if i % 2 == 0 else names[::-1]:
             with meter.side(name, b.steps_per_repeat):
-                steps = ctx.timed_steps(partial(ctx.step, sides[name]), b.steps_per_repeat)
+                steps = ctx.timed_steps(partial(ctx.step, sides[name]), b.steps_per_repeat, b.sync_each_step)
             t.setdefault(f"{name}_ms", []).append(sum(steps) / len(steps) * 1000)
             t.setdefault(f"{name}_step_ms", []).extend(s * 1000 for s in steps)
         t.setdefault("process", []).append(process)

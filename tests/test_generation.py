@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from conftest import FAST, run_cli
@@ -90,6 +91,8 @@ def test_every_decoder_generates_with_teacher_forced_parity_and_every_figure(ser
             assert r[f"{side}_prefill_mfu"] > 0
     assert "kv_cache" in proc.stdout and "verdict " in proc.stdout, proc.stdout
     assert "compiled decode at" in proc.stdout and "of measured bandwidth" in proc.stdout, proc.stdout
+    page = Path(proc.stdout.split("dashboard: ")[-1].split()[0]).read_text()
+    assert "compiled decode at" in page, "the dashboard's answers say it too"
 
 
 def test_a_dynamic_cache_recompiles_where_a_static_one_does_not(served):

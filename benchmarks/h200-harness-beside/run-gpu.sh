@@ -18,6 +18,11 @@
 #                the orchestrator's reduce-overhead at its defaults and at the harness's numerics
 #   PART=train   the same for training: the harness compiles forward, backward and Adam together; the
 #                orchestrator's reduce-overhead with compile.optimizer=true at both numerics
+#   PART=sync    issue 58 item 2: BERT and RoBERTa inference, the harness (CUDA graphs, its numerics),
+#                then the orchestrator's reduce-overhead at its numerics twice: steps back to back with
+#                CUDA events (the default) and each step alone between syncs (bench.sync_each_step=true,
+#                the harness's way), with bench.profile=true (each side's kernels and host time): is the
+#                15-19% shorter compiled step the host's launch overlapping the previous step's kernels?
 #   device: PART=... WHEELS=.whl-lite bash benchmarks/h200-harness-beside/run-gpu.sh   carry [".whl-lite", ".harness"]
 #   CPU check: CPU=1 PY=.venv/bin/python PART=... bash benchmarks/h200-harness-beside/run-gpu.sh (tiny sizes)
 # .harness = cp -r ../shared/dynamo-harness .harness (git-ignored)
@@ -25,7 +30,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 final=${OUT:-benchmarks/out}
-part=${PART:?PART=parity, accuracy, dropouts, roberta510, inputs, inputs-train, infer or train}
+part=${PART:?PART=parity, accuracy, dropouts, roberta510, inputs, inputs-train, infer, train or sync}
 work=/tmp/gpu-out-beside/$part
 rm -rf "$work" && mkdir -p "$work" "$final"
 py=${PY:-python3}
@@ -113,6 +118,12 @@ case "$part" in
     CONFIG_JSON="{${hcfg%, }}" harness harness-roberta-train 130 performance RobertaForMaskedLM --training
     T="workload=hf workload.model=BertForMaskedLM,RobertaForMaskedLM workload.size=$full bench.task=train bench.dtype=bf16 compile.mode=reduce-overhead compile.optimizer=true bench=quick verdict.follow_up=false"
     sweep orch-train-harness-numerics 300 "$T $NUM" ;;
+  sync)
+    CONFIG_JSON="{${hcfg%, }}" harness harness-bert-infer 90 performance BertForMaskedLM --inference
+    CONFIG_JSON="{${hcfg%, }}" harness harness-roberta-infer 90 performance RobertaForMaskedLM --inference
+    I="workload=hf workload.model=BertForMaskedLM,RobertaForMaskedLM workload.size=$full workload.labels=true bench.task=infer bench.dtype=bf16 compile.mode=reduce-overhead bench=quick verdict.follow_up=false bench.profile=true $NUM"
+    sweep orch-infer-events 160 "$I"
+    sweep orch-infer-sync-each 160 "$I bench.sync_each_step=true" ;;
   *) echo "unknown PART=$part"; exit 2 ;;
 esac
 save

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from orchestrator.config.plan import Plan
-from orchestrator.config.schema import WorkloadConfig
+from orchestrator.config.schema import Config, WorkloadConfig
 from orchestrator.core.failures import ConfigError
 from orchestrator.core.user_code import import_target, user_code
 from orchestrator.job.setup.inductor_options import check_options
@@ -68,21 +68,19 @@ def check_plan(plan: Plan) -> None:
         elif cfg.compile.scope != "model" and cfg.compile.mode != "eager":
             by_block.setdefault(key, f"compile.scope={cfg.compile.scope}")
         backends.add((cfg.compile.backend, path))
+    generating: dict[str, dict[tuple[int, int], Config]] = {}  # per workload: each prompt and length
+    for j in plan.jobs:
+        if j.cfg.bench.task == "generate":
+            key = json.dumps(j.config["workload"], sort_keys=True, default=str)
+            generating.setdefault(key, {})[(j.cfg.generate.prompt_len, j.cfg.generate.new_tokens)] = j.cfg
     for key, workload in workloads.items():  # each distinct workload once: its preset, class, arguments
         with user_code(workload.path):  # forgotten after: each job imports its own copy
             check_workload(workload)
+            # a causal LM whose positions hold the prompt and its tokens: refused before the meta
+            # build below, whose model may warn first (transformers' BERT heads do)
+            for cfg in generating.get(key, {}).values():
+                check_generate(cfg.workload, cfg.generate)
             check_blocks(workload, by_block.get(key))  # on the model built on the meta device
-    generating = {
-        (
-            json.dumps(j.config["workload"], sort_keys=True, default=str),
-            j.cfg.generate.prompt_len,
-            j.cfg.generate.new_tokens,
-        ): j.cfg
-        for j in plan.jobs
-        if j.cfg.bench.task == "generate"
-    }
-    for cfg in generating.values():  # a causal LM whose positions hold the prompt and its tokens
-        check_generate(cfg.workload, cfg.generate)
     for backend, path in backends:
         if ":" in backend:
             with user_code(path):

@@ -89,14 +89,14 @@ def answers(verdict: Verdict) -> str:
 
 
 def _beside(v: ModelVerdict, verdict: Verdict) -> list[str]:
-    """What the printed verdict says under an answer: its cause, the answer with the lever, what the
-    lever moved and what still slows that step."""
+    """What the printed verdict says under an answer: its cause, where it stands against the card's
+    limits, the answer with the lever, what the lever moved and what still slows that step."""
     notes = [c.text for c in v.causes if c.affects == "profile"]  # what the profile pass could not tell
     if v.best:  # the best found, its path, then the recipe to paste and the command that measures it
         said = [*path_lines(v.path), f"your settings: {answer_sentence(v)}", *v.best.recipe, v.best.reproduce]
-        return [line.strip() for line in said if line] + ([v.cause] if v.cause else []) + notes
+        return [line.strip() for line in said if line] + [x for x in (v.cause, v.limits) if x] + notes
     follow = [f"follow-up {v.follow_up.why}", *follow_up_lines(v.follow_up)] if v.follow_up else []
-    return [line for line in (v.cause, *notes, *follow) if line]
+    return [line for line in (v.cause, v.limits, *notes, *follow) if line]
 
 
 def sections(verdict: Verdict) -> list[tuple[str, str, str]]:

@@ -11,12 +11,13 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, cast
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from orchestrator.config.spec import JobSpec
 from orchestrator.core.env_scope import scoped_environ
+
+if TYPE_CHECKING:  # the sweep's table; a job's process never imports pandas for this module
+    import pandas as pd
 
 
 @contextlib.contextmanager
@@ -90,6 +91,6 @@ def log_sweep(
         )
         table = df.astype(object).where(df.notna(), None)
         run.log({"results": wandb.Table(dataframe=table.astype(str))})
-        failed = int((cast(pd.Series, df.get("status")) != "ok").sum()) if len(df) else 0
+        failed = int((cast("pd.Series", df.get("status")) != "ok").sum()) if len(df) else 0
         run.summary.update({"jobs": len(df), "failed": failed})
         run.finish()

@@ -16,6 +16,6 @@
 `generation.py`         `bench.task=generate`: a prompt's prefill, then one token at a time
 `generation_checks.py`  generation's checks: the cache path, teacher-forced parity, peak memory
 `limits.py`             a served decode's bytes and MBU, a prefill's FLOPs and MFU
-`peaks.py`              peak FLOP/s and bandwidth: the datasheet's, or measured once per node
+`peaks.py`              peak FLOP/s and bandwidth (datasheet, or measured per node); a figure's share
 `wall.py`               the job's wall time by phase, each second counted once
 """

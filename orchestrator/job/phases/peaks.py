@@ -2,7 +2,8 @@
 what `bench.measure_peaks=true` measured on this node (cached in the sweep directory).
 
 Spec figures are NVIDIA's dense ones (no 2:4 sparsity), per GPU: 16-bit (bf16 = fp16) and TF32 on
-tensor cores, FP32 without; bandwidth in TB/s of the GPU's own memory.
+tensor cores, FP32 without; bandwidth in TB/s of the GPU's own memory. `peaks_of` gives a job both
+(measured where it was, and the datasheet's), `utilization` a figure's share of one (MFU, MBU).
 """
 
 from __future__ import annotations

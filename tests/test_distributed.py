@@ -42,7 +42,7 @@ def test_one_rank_failing_fails_the_job_not_the_sweep(tmp_path, fast):
             "workload=module",
             f"workload.path={TESTS}",
             "workload.inputs=[[4,32]]",
-            "workload.target=user_models:Stacked,user_models:RankOneRaises",
+            "workload.target=user_models:Stacked,user_models:RankOneRaises,user_models:RankZeroFailsRankOneWaits",
             "parallel=ddp",
             *fast,
             "bench.timeout_s=120",
@@ -58,6 +58,34 @@ def test_one_rank_failing_fails_the_job_not_the_sweep(tmp_path, fast):
     bad = r["workload.target=user_models:RankOneRaises"]
     assert bad["status"] != "ok"
     assert "rank 1" in bad["error"] and "planted failure on rank 1" in bad["error"], bad["error"]
+    # A rank left waiting after another failed (bench.timeout_s would end it at 120 s): stopped by the
+    # orchestrator RANK_GRACE_S after the first rank's recorded failure, which is the job's.
+    stuck = r["workload.target=user_models:RankZeroFailsRankOneWaits"]
+    assert stuck["status"] == "crash" and stuck["error"].startswith("rank 0: "), stuck["error"]
+    assert "planted failure on rank 0" in stuck["error"] and "other ranks were stopped" in stuck["error"]
+
+
+def test_a_local_job_of_several_ranks_meets_at_a_port_free_at_its_submission(tmp_path):
+    """submitit's own pick (random from the job's pid) can be a port in use: rank 0's EADDRINUSE, seen
+    in CI beside another sweep's gloo connections. The local launcher hands a free one to the job's
+    environment for its submission only."""
+    import os
+    import socket
+
+    from orchestrator.config.plan import build_plan
+    from orchestrator.launch.launchers import make_launcher
+
+    ddp = build_plan(["parallel=ddp", "logger=none"], cwd=tmp_path)
+    one = build_plan(["logger=none"], cwd=tmp_path)
+    launcher = make_launcher(ddp.base, ddp.sweep_dir)
+    before = os.environ.get("MASTER_PORT")
+    with launcher.submitting(ddp.jobs[0]):
+        port = int(os.environ["MASTER_PORT"])
+        with socket.socket() as s:
+            s.bind(("", port))  # free: this process can take it (the job's rank 0 will, next)
+    assert os.environ.get("MASTER_PORT") == before, "scoped to the submission"
+    with launcher.submitting(one.jobs[0]):
+        assert os.environ.get("MASTER_PORT") == before, "a one-rank job meets no one"
 
 
 def test_fsdp_compiles_each_block_then_shards_it_then_the_root(tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 
 import torch
@@ -106,6 +107,18 @@ class RankOneRaises(Stacked):
         if os.environ.get("RANK") == "1":
             raise RuntimeError("planted failure on rank 1")
         return super().forward(x)
+
+
+class RankZeroFailsRankOneWaits(Stacked):
+    """Rank 0 fails while it builds the model; rank 1 meanwhile waits forever outside any collective,
+    as a rank waits for a process group whose store will never exist (rank 0 failed first)."""
+
+    def __init__(self, dim: int = 32, depth: int = 2) -> None:
+        if os.environ.get("RANK") == "0":
+            raise RuntimeError("planted failure on rank 0")
+        if os.environ.get("RANK") == "1":
+            threading.Event().wait()  # never set: only the orchestrator's stop ends this rank
+        super().__init__(dim, depth)
 
 
 def perturbing_backend(gm: torch.fx.GraphModule, example_inputs: list) -> object:

@@ -64,8 +64,9 @@ class Launcher:
         cfg = spec.cfg
         return (cfg.parallel.ranks_per_node if cfg.parallel.world_size > 1 else 1) if uses_cuda(cfg) else 0
 
-    def submitting(self) -> contextlib.AbstractContextManager:
-        """The scope a submission runs in (local: where the controllers' own output goes)."""
+    def submitting(self, spec: JobSpec) -> contextlib.AbstractContextManager:
+        """The scope `spec`'s submission runs in (local: where the controllers' own output goes, and
+        the port its ranks meet at)."""
         return contextlib.nullcontext()
 
     def jobs_per_device(self) -> int:

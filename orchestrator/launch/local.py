@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,7 +17,8 @@ import torch
 
 from orchestrator.config.schema import Config
 from orchestrator.config.spec import JobSpec
-from orchestrator.core.failures import ConfigError
+from orchestrator.core.env_scope import scoped_environ
+from orchestrator.core.failures import ConfigError, first_rank_error
 from orchestrator.launch import ledger
 from orchestrator.launch.diagnosis import Attempt
 from orchestrator.launch.launcher import Launcher, uses_cuda
@@ -24,6 +26,8 @@ from orchestrator.launch.launcher import Launcher, uses_cuda
 CONTROLLERS_LOG = "controllers.err"
 WATCHDOG_GRACE_S = 60.0
 """Seconds past a local job's time limit (all its requeues) before the orchestrator kills it."""
+RANK_GRACE_S = 30.0
+"""Seconds a job's other ranks get, after one rank recorded its failure, to end or record theirs."""
 
 
 class LocalLauncher(Launcher):
@@ -40,14 +44,18 @@ class LocalLauncher(Launcher):
         return host_parameters(self, spec)
 
     @contextlib.contextmanager
-    def submitting(self) -> Iterator[None]:
+    def submitting(self, spec: JobSpec) -> Iterator[None]:
         """submitit's local controller inherits this process's stderr, and prints a KeyboardInterrupt
         traceback there when a job is cancelled (Ctrl-C). Controllers started in this scope write
-        theirs to logs/controllers.err instead: the job's own output is in its own logs anyway."""
+        theirs to logs/controllers.err instead: the job's own output is in its own logs anyway.
+        A job of several ranks meets at a port free now (MASTER_PORT, which submitit's environment
+        takes): submitit's own pick, random from the job's pid, can be a port in use (EADDRINUSE on
+        rank 0, seen beside another sweep's gloo connections)."""
         path = self.sweep_dir / "logs" / CONTROLLERS_LOG
         path.parent.mkdir(parents=True, exist_ok=True)
+        port = {"MASTER_PORT": str(free_port())} if spec.cfg.parallel.world_size > 1 else {}
         saved = os.dup(2)
-        with path.open("ab") as log:
+        with path.open("ab") as log, scoped_environ(port):
             os.dup2(log.fileno(), 2)
             try:
                 yield
@@ -57,6 +65,9 @@ class LocalLauncher(Launcher):
 
     def ended(self, attempt: Attempt) -> bool:
         if attempt.job.done():
+            return True
+        if (stopped := stop_stuck_ranks(attempt)) is not None:
+            attempt.failure = stopped
             return True
         # Watchdog over submitit's own timeout: its requeues included, plus a grace period.
         limit = attempt.spec.cfg.time_limit_s() * (self.base.launcher.max_requeues + 1) + WATCHDOG_GRACE_S
@@ -121,6 +132,28 @@ class DebugLauncher(Launcher):
     @classmethod
     def cancel(cls, sweep_dir: Path, entry: dict) -> bool:
         return False  # its jobs ran in the orchestrator's process, and ended with it
+
+
+def free_port() -> int:
+    """A TCP port no socket of this host holds now (the kernel's pick for a bind to port 0)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("", 0))
+        return int(probe.getsockname()[1])
+
+
+def stop_stuck_ranks(attempt: Attempt) -> tuple[str, str] | None:
+    """A job of several ranks where one rank recorded its failure RANK_GRACE_S ago and the job still
+    runs: its other ranks wait on a group that will not form or answer (rank 0 failed before the
+    group's store existed: the others wait in init_process_group for its whole timeout). Stopped
+    now, with the first rank's failure as the job's; None while nothing is stuck."""
+    if attempt.spec.cfg.parallel.world_size < 2:
+        return None
+    first = first_rank_error(attempt.spec.job_dir)
+    if first is None or time.time() - float(first["time"]) < RANK_GRACE_S:
+        return None
+    attempt.job.cancel(check=False)
+    # `crash`: failure_result then takes the first rank's own class, and puts its error first
+    return "crash", f"the job's other ranks were stopped {RANK_GRACE_S:.0f} s after it, still waiting"
 
 
 def host_parameters(launcher: Launcher, spec: JobSpec) -> dict[str, Any]:

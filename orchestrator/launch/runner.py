@@ -63,7 +63,7 @@ class Runner:
         if gpus:
             params["visible_gpus"] = gpus
         self.executor.update_parameters(**params)
-        with self.launcher.submitting():
+        with self.launcher.submitting(spec):
             job = self.executor.submit(self.launcher.task(), spec)
         self._record([spec], [job])
         return Attempt(spec, job, time.time(), gpus)

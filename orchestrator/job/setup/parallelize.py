@@ -39,7 +39,9 @@ def init_distributed(device: torch.device, timeout_s: float, backend: str = "aut
     import submitit
 
     env = submitit.helpers.TorchDistributedEnvironment()
-    env.export(set_cuda_visible_devices=False)
+    # the local launcher hands the job MASTER_PORT (launch/local.py); the environment reads it, and
+    # writes back the same value
+    env.export(set_cuda_visible_devices=False, overwrite=True)
     if device.type == "cuda":
         torch.cuda.set_device(local_device(device).index)
     dist.init_process_group(dist_backend(device, backend), timeout=timedelta(seconds=timeout_s))

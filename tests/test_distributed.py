@@ -65,6 +65,29 @@ def test_one_rank_failing_fails_the_job_not_the_sweep(tmp_path, fast):
     assert "planted failure on rank 0" in stuck["error"] and "other ranks were stopped" in stuck["error"]
 
 
+def test_an_earlier_attempts_rank_error_is_not_this_attempts(tmp_path):
+    """A rerun job's folder may hold the rank errors of its failed attempt: the new attempt is not
+    stopped for them, and its submission clears them (the worker and the diagnosis read the first)."""
+    import json
+    import time
+
+    from orchestrator.config.plan import build_plan
+    from orchestrator.core.failures import RANK_ERROR, clear_rank_errors, first_rank_error, write_rank_error
+    from orchestrator.launch.diagnosis import Attempt
+    from orchestrator.launch.local import RANK_GRACE_S, stop_stuck_ranks
+
+    (spec,) = build_plan(["parallel=ddp", "logger=none"], cwd=tmp_path).jobs
+    spec.job_dir.mkdir(parents=True)
+    write_rank_error(spec.job_dir, 0, "crash", "the earlier attempt's failure")
+    path = spec.job_dir / RANK_ERROR.format(0)
+    old = json.loads(path.read_text()) | {"time": time.time() - 10 * RANK_GRACE_S}
+    path.write_text(json.dumps(old))
+    now = Attempt(spec, job=None, started=time.time())  # never cancelled: nothing of its own failed
+    assert stop_stuck_ranks(now) is None
+    clear_rank_errors(spec.job_dir)
+    assert first_rank_error(spec.job_dir) is None
+
+
 def test_a_local_job_of_several_ranks_meets_at_a_port_free_at_its_submission(tmp_path):
     """submitit's own pick (random from the job's pid) can be a port in use: rank 0's EADDRINUSE, seen
     in CI beside another sweep's gloo connections. The local launcher hands a free one to the job's

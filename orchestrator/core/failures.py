@@ -162,6 +162,12 @@ def user_frame(exc: BaseException) -> str | None:
     return None
 
 
+def clear_rank_errors(job_dir: Path) -> None:
+    """Before a job is submitted again: its earlier attempt's rank errors are not this attempt's."""
+    for path in job_dir.glob(RANK_ERROR.format("*")):
+        path.unlink(missing_ok=True)
+
+
 def first_rank_error(job_dir: Path) -> dict[str, Any] | None:
     """The earliest error any rank recorded, or None."""
     errors: list[dict[str, Any]] = []

@@ -149,7 +149,9 @@ def stop_stuck_ranks(attempt: Attempt) -> tuple[str, str] | None:
     if attempt.spec.cfg.parallel.world_size < 2:
         return None
     first = first_rank_error(attempt.spec.job_dir)
-    if first is None or time.time() - float(first["time"]) < RANK_GRACE_S:
+    if first is None or float(first["time"]) < attempt.started:  # none, or an earlier attempt's
+        return None
+    if time.time() - float(first["time"]) < RANK_GRACE_S:
         return None
     attempt.job.cancel(check=False)
     # `crash`: failure_result then takes the first rank's own class, and puts its error first

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from orchestrator.config.schema import Config
 from orchestrator.config.spec import JobSpec
-from orchestrator.core.failures import failure_lines, failure_message
+from orchestrator.core.failures import clear_rank_errors, failure_lines, failure_message
 from orchestrator.core.files import RESULT_FILE, read_result, remove_private_caches, write_json_atomic
 from orchestrator.core.result import JobResult
 from orchestrator.launch.diagnosis import Attempt, diagnose, failure_result
@@ -59,6 +59,7 @@ class Runner:
 
     def _submit(self, spec: JobSpec, gpus: list[int]) -> Attempt:
         remove_private_caches(spec.job_dir)  # left by an attempt killed with its supervisor
+        clear_rank_errors(spec.job_dir)  # an earlier attempt's: they would name its failure as this one's
         params = self.launcher.parameters(spec)
         if gpus:
             params["visible_gpus"] = gpus
@@ -71,8 +72,9 @@ class Runner:
     def submit_array(self, specs: list[JobSpec]) -> list[Attempt]:
         """Slurm: arrays of at most MaxArraySize, array_parallelism held across them (slurm_arrays)."""
         attempts: list[Attempt] = []
-        for spec in specs:  # left by attempts killed with their supervisors
+        for spec in specs:  # left by earlier attempts (caches: those killed with their supervisors)
             remove_private_caches(spec.job_dir)
+            clear_rank_errors(spec.job_dir)
         arrays = submit_arrays(
             self.executor, self.base.launcher, specs, self.launcher.parameters, self.launcher.task()
         )

@@ -16,7 +16,7 @@ from orchestrator.analysis.answers import ModelVerdict
 from orchestrator.config.schema import VerdictConfig
 from orchestrator.core.numbers import number, present
 from orchestrator.core.result import COL
-from orchestrator.results.present import duration, join_values
+from orchestrator.results.present import duration, join_values, percent
 from orchestrator.results.present import sig as _sig
 
 PerRequest = tuple[float, float | None, float | None, float | None]  # eager ms, speedup, CI low, high
@@ -41,10 +41,6 @@ def request_run(row: pd.Series, vc: VerdictConfig) -> tuple[float, str, PerReque
         n = vc.serve_s / (eager_ms / 1000)  # one request after the other, at full load
         words = f"{duration(vc.serve_s)} of serving ({_sig(n)} requests)"
     return n, words, (eager_ms, speedup, low, high)
-
-
-def _percent(x: float | None) -> str:
-    return f"{100 * x:.2g}%" if x is not None and x >= 0.01 else f"{100 * x:.1g}%" if x else "-"
 
 
 def limits_line(row: pd.Series) -> str | None:
@@ -84,9 +80,9 @@ def _against(
         return f"{what}: no {limit} peak to hold it against ({why}{how})"
     measured = isinstance(basis, str) and basis.startswith("measured")
     against = f"measured {limit}" if measured else f"the datasheet's {limit}"
-    text = f"compiled {what} at {_percent(ours[0])} of {against}"
-    text += f" ({_percent(spec)} of the datasheet's)" if measured and spec is not None else ""
-    return text + f", eager at {_percent(ours[1])}"
+    text = f"compiled {what} at {percent(ours[0])} of {against}"
+    text += f" ({percent(spec)} of the datasheet's)" if measured and spec is not None else ""
+    return text + f", eager at {percent(ours[1])}"
 
 
 def batch_lines(df: pd.DataFrame, verdicts: list[ModelVerdict], models: list[str]) -> list[str]:

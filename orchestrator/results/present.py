@@ -37,6 +37,11 @@ def sig(value: Any, digits: int = 3) -> str:
     return f"{x:.{decimals}f}"
 
 
+def percent(x: float | None) -> str:
+    """A share (0.43) as a percentage to 2 significant digits (`43%`, `4.8%`, `0.5%`); '-' if absent."""
+    return f"{100 * x:.2g}%" if x is not None and x >= 0.01 else f"{100 * x:.1g}%" if x else "-"
+
+
 def ci_text(low: Any, high: Any) -> str:
     """A confidence interval as `low-high`, each to 3 significant digits; '-' if either is absent."""
     return f"{sig(low)}-{sig(high)}" if present(low) and present(high) else "-"

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from orchestrator.core.failures import failure_lines, failure_message
-from orchestrator.core.numbers import present
+from orchestrator.core.numbers import number, present
 from orchestrator.core.result import COL, header
 from orchestrator.results.present import (
     PLAIN_WIDTH,
@@ -20,6 +20,7 @@ from orchestrator.results.present import (
     ci_text,
     in_mode_order,
     join_values,
+    percent,
     sig,
     with_axes,
 )
@@ -79,8 +80,10 @@ def format_cell(row: pd.Series, key: str) -> str:
         return f"{value} (computes {computes})"  # a model built in bf16 under bench.dtype=fp32
     if key in (COL.graph_breaks, COL.dyn_recompiles, COL.gen_recompiles):
         return f"{value:.0f}"
-    if key in (COL.compiled_fraction, *UTILIZATIONS) and isinstance(value, int | float):
-        return f"{value:.0%}" if value >= 0.01 or not value else f"{value:.1%}"
+    if key == COL.compiled_fraction:
+        return f"{value:.0%}"
+    if key in UTILIZATIONS:  # as the verdict's limits line prints them
+        return percent(number(value))
     return sig(value) if isinstance(value, int | float) and not isinstance(value, bool) else axis_text(value)
 
 

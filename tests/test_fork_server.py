@@ -1,5 +1,6 @@
 """The fork server (job/processes/fork_server.py): a job's fresh processes fork from one process that did the
-imports. Real processes throughout: the server, its forks, an interpreter where a fork would differ."""
+imports, or (started ahead) are spare interpreters that did them while the previous one ran. Real
+processes throughout: the server, its forks and spares, an interpreter where a fork would differ."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ def answer(spec, req):
         time.sleep(600)
     return {
         "forked": fork_server.forked,
+        "ahead": fork_server.started_ahead,
+        "pid": os.getpid(),
         "preloaded": "transformers.modeling_utils" in sys.modules,
         "asked": os.environ.get("ASKED"),
         "cwd": os.getcwd(),
@@ -37,17 +40,20 @@ def answer(spec, req):
 """
 
 
-def test_a_fork_is_a_fresh_process_that_skipped_the_imports(tmp_path, monkeypatch):
+@pytest.mark.parametrize("ahead", [False, True], ids=["fork", "started-ahead"])
+def test_a_fresh_process_that_skipped_the_imports(tmp_path, monkeypatch, ahead):
     (tmp_path / "forked_entry.py").write_text(ENTRY)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the server's and its clients' alike
     monkeypatch.chdir(tmp_path)
     work = tmp_path / "job"
     work.mkdir()
-    with fork_server.serving(PYTHON, ("transformers.modeling_utils",)) as env, scoped_environ(env):
+    how = {"forked": not ahead, "ahead": ahead}
+    with fork_server.serving(PYTHON, ("transformers.modeling_utils",), ahead) as env, scoped_environ(env):
         monkeypatch.setenv("ASKED", "yes")  # an ordinary variable, set after the server started
         got, why = run_module(work, 120, "forked_entry:answer", "report", {"how": "report"})
         assert why is None, why
-        assert got == {"forked": True, "preloaded": True, "asked": "yes", "cwd": str(tmp_path)}
+        first = got.pop("pid")
+        assert got == {**how, "preloaded": True, "asked": "yes", "cwd": str(tmp_path)}
 
         got, why = run_module(work, 120, "forked_entry:answer", "crash", {"how": "exit7"})
         assert got is None and "exited with code 7" in why, why
@@ -57,7 +63,8 @@ def test_a_fork_is_a_fresh_process_that_skipped_the_imports(tmp_path, monkeypatc
                 raw.connect(env[fork_server.ADDRESS_ENV])
                 raw.sendall(garbled)
         got, why = run_module(work, 120, "forked_entry:answer", "report", {"how": "report"})
-        assert why is None and got["forked"] is True, why
+        assert why is None and got["forked"] is not ahead and got["ahead"] is ahead, why
+        assert got["pid"] != first, "each request a process of its own"
 
         # The client gone (a supervisor killed): its fork goes too, as a child of its own would.
         started = tmp_path / "started"
@@ -70,16 +77,16 @@ def test_a_fork_is_a_fresh_process_that_skipped_the_imports(tmp_path, monkeypatc
                 "orchestrator.job.processes.fresh", request, False, (nothing.fileno(), 1, 2)
             )
         assert child is not None
-        wait_until(started.exists, 60, "the fork started")
+        wait_until(started.exists, 60, "the child started")
         assert int(started.read_text()) == child.pid
         child.conn.close()
-        wait_until(lambda: not alive(child.pid), 60, "the fork ended with its client")
+        wait_until(lambda: not alive(child.pid), 60, "the child ended with its client")
 
         # A variable read at import, other than the server's: an interpreter, not a fork.
         monkeypatch.setenv("TORCHINDUCTOR_FORK_TEST", "1")
         got, why = run_module(work, 120, "forked_entry:answer", "report", {"how": "report"})
         assert why is None, why
-        assert got["forked"] is False and got["preloaded"] is False and got["asked"] == "yes"
+        assert not got["forked"] and not got["ahead"] and got["preloaded"] is False and got["asked"] == "yes"
     assert not Path(env[fork_server.ADDRESS_ENV]).parent.exists(), "the server's folder is left"
 
 

@@ -2,8 +2,9 @@
 # Issue 58, item 3 on the GPU: where a job's fixed cost goes, and the fork server's slow eager settled.
 #   PART=diag    diag.py: start-up imports, the primer's parts, each CPU's speed, then a fork and an
 #                interpreter pinned to the same CPUs (fastest, median, slowest), three rounds (about 3 min)
-#   PART=subset  the fixed subset (BERT and ViT inference, Llama training, bench=quick), fork server off
-#                then on (AFTER: more overrides for the second sweep), each job's wall_* phases (about 6 min)
+#   PART=subset  the fixed subset (BERT and ViT inference, Llama training, bench=quick), each job's wall_*
+#                phases, per start in HOWS (default "interpreters ahead"; also "forks"), AFTER: more
+#                overrides for every sweep (about 3 min a start)
 #   device: PART=... WHEELS=.whl-lite bash benchmarks/h100-fixed-cost/run-gpu.sh   carry [".whl-lite"]
 #   CPU check: CPU=1 PY=.venv/bin/python PART=... bash benchmarks/h100-fixed-cost/run-gpu.sh (tiny sizes)
 set -uo pipefail
@@ -40,14 +41,18 @@ case "$part" in
       timeout 400 $py benchmarks/h100-fixed-cost/diag.py $where | tee "$work/diag.jsonl"
     save ;;
   subset)
+    # one sweep: BERT and ViT inference, and Llama training as a point beside them
     S="workload=hf workload.size=$size bench=quick bench.dtype=bf16 compile.mode=default verdict.follow_up=false"
-    INFER="$S workload.model=BertForMaskedLM,ViTForImageClassification bench.task=infer"
-    TRAIN="$S workload.model=LlamaForCausalLM bench.task=train"
-    for how in before after; do
-      extra="launcher.fork_server=false"
-      [ "$how" = after ] && extra="launcher.fork_server=true ${AFTER:-}"
-      sweep "$how-infer" 200 "$INFER $extra"
-      sweep "$how-train" 140 "$TRAIN $extra"
+    ALL="$S workload.model=BertForMaskedLM,ViTForImageClassification bench.task=infer"
+    ALL="$ALL sweep.points=[[\"workload.model=LlamaForCausalLM\",\"bench.task=train\"]]"
+    for how in ${HOWS:-interpreters ahead}; do
+      case $how in
+        interpreters) extra="launcher.fork_server=false" ;;  # the GPU default: each process a new interpreter
+        ahead) extra="launcher.fork_server=false launcher.start_ahead=true" ;;  # interpreters started ahead
+        forks) extra="launcher.fork_server=true" ;;
+        *) echo "unknown HOWS entry $how"; exit 2 ;;
+      esac
+      sweep "$how" 270 "$ALL $extra ${AFTER:-}"
     done ;;
   *) echo "unknown PART=$part"; exit 2 ;;
 esac

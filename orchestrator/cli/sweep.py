@@ -144,21 +144,23 @@ def to_run(specs: list[JobSpec], rerun_failed: bool, sweep: Sweep) -> list[JobSp
 @contextlib.contextmanager
 def forks_for_the_jobs(base: Config, todo: list[JobSpec]) -> Iterator[None]:
     """The local launcher's jobs start their processes as forks of one fork server for the scope
-    (`launcher.fork_server`), which has loaded the sweep's transformers model classes too; the
-    variable that names it is set for the scope only, as submitit's local jobs inherit it. None
-    where it would not pay: it imports once what each process would (5 s on 2 cores), so from the
-    second process on (a second job, or a job's compile probes)."""
+    (`launcher.fork_server`), which has loaded the sweep's transformers model classes too, or as
+    interpreters it started ahead (`launcher.start_ahead`); the variable that names it is set for
+    the scope only, as submitit's local jobs inherit it. None where it would not pay: it imports
+    once what each process would (5 s on 2 cores), so from the second process on (a second job,
+    or a job's compile probes)."""
     own = [job.cfg for job in todo if job.cfg.env.python is None]  # another interpreter: no fork
-    asked = base.launcher.fork_server
-    if asked is None:  # CPU jobs only: see LauncherConfig.fork_server
-        asked = not any(uses_cuda(cfg) for cfg in own)
+    forks = base.launcher.fork_server
+    if forks is None:  # CPU jobs only: see LauncherConfig.fork_server
+        forks = not any(uses_cuda(cfg) for cfg in own)
+    ahead = not forks and base.launcher.start_ahead
     probes = any(cfg.compile.probes and cfg.compile.mode != "eager" for cfg in own)
-    if base.launcher.name != "local" or not asked or not (len(own) > 1 or probes):
+    if base.launcher.name != "local" or not (forks or ahead) or not (len(own) > 1 or probes):
         yield
         return
     hf = sorted({cfg.workload.model for cfg in own if cfg.workload.name == "hf" and cfg.workload.model})
     extra = ("transformers.modeling_utils", *(f"transformers:{model}" for model in hf)) if hf else ()
-    with fork_server.serving(PYTHON, extra) as env, scoped_environ(env):
+    with fork_server.serving(PYTHON, extra, ahead) as env, scoped_environ(env):
         yield
 
 

@@ -343,6 +343,9 @@ class LauncherConfig:
     """Local launcher: each fresh process of a job is a fork of one process per sweep that has done
     the imports (job/processes/fork_server.py), not a new interpreter; null: for CPU jobs only (on the H200
     forked jobs' steps read slower: benchmarks/h200-time-to-answer/run4-ab)."""
+    start_ahead: bool = False
+    """Local launcher, where the fork server is off: each fresh process of a job is a new interpreter
+    the sweep started ahead, whose imports ran while the previous one worked (processes/fork_server.py)."""
     overlap: bool = False
     """Local launcher: two jobs per GPU (two on a CPU host), each measuring alone: a job takes its
     device's node-local lock (job/processes/device_lock.py) before it first touches the device and holds it

@@ -106,6 +106,9 @@ class Outcome:
     forked: bool | None = None
     """The measuring process was a fork of the sweep's fork server (job/processes/fork_server.py), not a new
     interpreter: its start-up holds no imports."""
+    started_ahead: bool | None = None
+    """The measuring process was an interpreter the sweep's fork server started ahead
+    (`launcher.start_ahead`): its imports ran before the job was handed to it."""
     log_stdout: str | None = None
     log_stderr: str | None = None
     dist_backend: str | None = None

@@ -213,6 +213,7 @@ def run_job(spec: JobSpec, clock: WallClock | None = None) -> dict | None:
         )
         outcome.pid, outcome.wall_s = os.getpid(), time.time() - started
         outcome.forked = fork_server.forked
+        outcome.started_ahead = fork_server.started_ahead or None
         if ctx is not None:
             result.timings = ctx.timings
         if dist.is_initialized():

@@ -16,6 +16,12 @@ A fork is only what a fresh interpreter would be where the imports would have re
 request whose environment differs from the server's in a variable read at import (IMPORT_TIME) gets
 no fork (`start` returns None) and its caller starts an interpreter.
 
+Started ahead (`serve(..., ahead=True)`, `launcher.start_ahead`), the server forks nothing: it keeps
+one spare interpreter that has done the imports and waits, hands it the next request (the client's
+connection and streams), and starts the next spare. Each process is then a new interpreter, as
+without a server, whose imports ran while an earlier process worked (a fork ran eager steps slower
+on the GPU hosts: benchmarks/h200-time-to-answer/).
+
 Both ends of one small socket protocol (the client's `start` and `Forked`, the server's `serve` and
 its child) live here: they are read together or not at all.
 """
@@ -51,6 +57,7 @@ PRELOAD = (  # what every fresh process imports (a sweep of transformers models 
 )
 PR_SET_PDEATHSIG = 1
 forked = False  # in a child of the server: True (the worker records how it started)
+started_ahead = False  # in a spare the server handed a request to: True (likewise)
 SERVER_CWD = os.getcwd()
 
 
@@ -148,10 +155,8 @@ def start(module: str, request: Path, notices: bool, streams: tuple[int, int, in
 
 
 def _child(conn: socket.socket, ask: dict, fds: list[int]) -> None:
-    """In the fork: take the client's streams, directory and environment, then be
+    """In a fork or a spare: take the client's streams, directory and environment, then be
     `python -m MODULE REQUEST`; never returns."""
-    global forked
-    forked = True
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
@@ -204,11 +209,12 @@ def _forks_may_use_cuda() -> bool:
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
-def _request(conn: socket.socket) -> tuple[dict | None, list[int]]:
-    """A client's request (one JSON line) and its streams; None for a client gone or garbled."""
+def _request(conn: socket.socket, count: int = 3) -> tuple[dict | None, list[int]]:
+    """A client's request (one JSON line) and its streams (`count` descriptors); None for a client
+    gone or garbled."""
     fds: list[int] = []
     try:
-        message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+        message, fds, _, _ = socket.recv_fds(conn, 1 << 20, count)
         while message and not message.endswith(b"\n"):  # a stream may split a long environment
             more = conn.recv(1 << 20)
             if not more:
@@ -219,25 +225,75 @@ def _request(conn: socket.socket) -> tuple[dict | None, list[int]]:
         return None, fds  # closed by the caller
 
 
-def serve(address: str, extra: list[str]) -> None:
+def _preload(extra: list[str]) -> None:
     """Import PRELOAD and `extra` (`module:attribute`, the sweep's model classes: transformers loads
-    a model's module on first use), listen at `address`, fork a child per request, report its end."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the jobs; the sweep ends this server
-    own = import_time_env(dict(os.environ))
+    a model's module on first use)."""
     # `torch.cuda.is_available()`, which imports call, asks the CUDA driver, and torch then refuses
     # CUDA in every fork ("Cannot re-initialize CUDA in forked subprocess", seen on the H200); asked
-    # through NVML it touches no driver state. For the imports only: the forks get their own env.
+    # through NVML it touches no driver state. For the imports only: the children get their own env.
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    for name in (*PRELOAD, *extra):
+        module, _, attribute = name.partition(":")
+        # what fails to load here fails in the job that uses it, with its own error
+        with contextlib.suppress(ImportError, AttributeError):
+            loaded = importlib.import_module(module)
+            if attribute:
+                getattr(loaded, attribute)
+
+
+class _Spare:
+    """An interpreter started ahead: it imports, says `ready`, then takes one request (`hand`)."""
+
+    def __init__(self, extra: list[str]) -> None:
+        self.channel, theirs = socket.socketpair()
+        self.process = subprocess.Popen(
+            # this interpreter with its own flags (`-X faulthandler`, as every fresh process has)
+            [sys.executable, *subprocess._args_from_interpreter_flags()]
+            + ["-m", "orchestrator.job.processes.fork_server", "--spare", str(theirs.fileno()), *extra],
+            pass_fds=(theirs.fileno(),),
+            preexec_fn=die_with_parent,
+            stdin=subprocess.DEVNULL,
+        )
+        theirs.close()
+        self.ready = False
+
+    def hand(self, conn: socket.socket, ask: dict, fds: list[int]) -> None:
+        """The request, the client's connection and its streams, to this spare (it becomes the child)."""
+        socket.send_fds(self.channel, [json.dumps(ask).encode() + b"\n"], [conn.fileno(), *fds])
+        self.channel.close()
+
+
+def _spare(fd: int, extra: list[str]) -> None:
+    """In a spare: the imports, `ready` to the server, then one request's child; never returns."""
+    global started_ahead
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as the server: Ctrl-C is the job's, once it has one
+    channel = socket.socket(fileno=fd)
+    _preload(extra)
+    channel.sendall(b"ready\n")
+    ask, fds = _request(channel, 4)
+    if ask is None or len(fds) != 4:  # the server went (the sweep ended) before handing one over
+        os._exit(0)
+    channel.close()
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, 0)  # from now on it ends with its client, as a fork does
+    started_ahead = True
+    _child(socket.socket(fileno=fds[0]), ask, fds[1:])
+
+
+def serve(address: str, extra: list[str], ahead: bool = False) -> None:
+    """Listen at `address` and start a child per request, reporting its end: a fork of this server,
+    which imported PRELOAD and `extra` first (see `_preload`), or with `ahead` a spare interpreter
+    that did (this server then imports nothing)."""
+    global forked
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the jobs; the sweep ends this server
+    own = import_time_env(dict(os.environ))
+    spare: _Spare | None = None
     try:
-        for name in (*PRELOAD, *extra):
-            module, _, attribute = name.partition(":")
-            # what fails to load here fails in the job that uses it, with its own error
-            with contextlib.suppress(ImportError, AttributeError):
-                loaded = importlib.import_module(module)
-                if attribute:
-                    getattr(loaded, attribute)
-        if not _forks_may_use_cuda():
-            raise RuntimeError("a fork of this server could not use CUDA: an import initialised it")
+        if ahead:
+            spare = _Spare(extra)
+        else:
+            _preload(extra)
+            if not _forks_may_use_cuda():
+                raise RuntimeError("a fork of this server could not use CUDA: an import initialised it")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(address + ".tmp")
         listener.listen(64)
@@ -245,49 +301,102 @@ def serve(address: str, extra: list[str]) -> None:
     except BaseException:
         Path(address + ".failed").touch()  # its clients stop waiting, and start interpreters
         raise
-    children: dict[int, socket.socket] = {}
+    children: dict[int, tuple[socket.socket, subprocess.Popen | None]] = {}
+    waiting: list[tuple[socket.socket, dict, list[int]]] = []  # requests for the next spare
+
+    def refuse(conn: socket.socket, fds: list[int]) -> None:
+        with contextlib.suppress(OSError):  # the client may be gone
+            conn.sendall(b"refused 0\n")
+        conn.close()
+        for fd in fds:
+            os.close(fd)
+
+    def started(conn: socket.socket, pid: int, process: subprocess.Popen | None) -> None:
+        with contextlib.suppress(OSError):  # a client gone: its child sees it and ends
+            conn.sendall(f"pid {pid}\n".encode())
+        children[pid] = (conn, process)
+
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ)
+    if spare is not None:
+        sel.register(spare.channel, selectors.EVENT_READ)  # readable: ready, or failed
     while True:
-        for _ready in sel.select(timeout=0.05):
+        for key, _ in sel.select(timeout=0.05):
+            if spare is not None and key.fileobj is spare.channel:
+                sel.unregister(spare.channel)
+                if spare.channel.recv(64).startswith(b"ready"):
+                    spare.ready = True
+                else:  # it failed to start: no more spares, every client an interpreter of its own
+                    spare = None
+                    for conn, _ask, fds in waiting:
+                        refuse(conn, fds)
+                    waiting.clear()
+                continue
             conn, _ = listener.accept()
             ask, fds = _request(conn)
-            if ask is None or import_time_env(ask["env"]) != own or len(fds) != 3:
-                with contextlib.suppress(OSError):  # the client may be gone
-                    conn.sendall(b"refused 0\n")
-                conn.close()
+            if (
+                ask is None
+                or import_time_env(ask["env"]) != own
+                or len(fds) != 3
+                or (ahead and spare is None)
+            ):
+                refuse(conn, fds)
+            elif ahead:
+                waiting.append((conn, ask, fds))
+            else:
+                pid = os.fork()
+                if pid == 0:
+                    listener.close()
+                    for other, _process in children.values():
+                        other.close()
+                    forked = True
+                    _child(conn, ask, fds)
                 for fd in fds:
                     os.close(fd)
+                started(conn, pid, None)
+        if spare is not None and spare.ready and waiting:
+            conn, ask, fds = waiting.pop(0)
+            try:
+                spare.hand(conn, ask, fds)
+            except OSError:  # it died waiting: no more spares (as one that failed to start)
+                spare.process.wait()
+                spare = None
+                refuse(conn, fds)
                 continue
-            pid = os.fork()
-            if pid == 0:
-                listener.close()
-                for other in children.values():
-                    other.close()
-                _child(conn, ask, fds)
             for fd in fds:
                 os.close(fd)
-            with contextlib.suppress(OSError):  # a client gone: its fork sees it and ends
-                conn.sendall(f"pid {pid}\n".encode())
-            children[pid] = conn
-        while children:  # reap: each ended child's status to its client
-            pid, status = os.waitpid(-1, os.WNOHANG)
-            if pid == 0:
-                break
-            conn = children.pop(pid)
+            started(conn, spare.process.pid, spare.process)
+            spare = _Spare(extra)  # the next one imports while this one works
+            sel.register(spare.channel, selectors.EVENT_READ)
+        for pid in list(children):  # reap: each ended child's status to its client
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done == 0:
+                continue
+            conn, process = children.pop(pid)
+            code = os.waitstatus_to_exitcode(status)
+            if process is not None:
+                process.returncode = code  # reaped here: its Popen must not wait for it again
             with contextlib.suppress(OSError):  # the client may be gone
-                conn.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
+                conn.sendall(f"exit {code}\n".encode())
             conn.close()
 
 
 @contextlib.contextmanager
-def serving(python: list[str], extra: tuple[str, ...] = ()) -> Iterator[dict[str, str]]:
-    """A fork server for the scope (it dies with this process), with `extra` imported too (serve);
-    yields the environment that points the jobs started in the scope at it."""
+def serving(python: list[str], extra: tuple[str, ...] = (), ahead: bool = False) -> Iterator[dict[str, str]]:
+    """A fork server for the scope (it dies with this process), with `extra` imported too, or with
+    `ahead` spare interpreters that import them (serve); yields the environment that points the jobs
+    started in the scope at it."""
     folder = tempfile.mkdtemp(prefix="orchestrator-fork-")  # short: a socket path has 107 bytes
     address = os.path.join(folder, "socket")
     server = subprocess.Popen(
-        [*python, "-m", "orchestrator.job.processes.fork_server", address, *extra],
+        [
+            *python,
+            "-m",
+            "orchestrator.job.processes.fork_server",
+            *(["--ahead"] if ahead else []),
+            address,
+            *extra,
+        ],
         preexec_fn=die_with_parent,
         stdin=subprocess.DEVNULL,
     )
@@ -302,7 +411,12 @@ def serving(python: list[str], extra: tuple[str, ...] = ()) -> Iterator[dict[str
         os.rmdir(folder)
 
 
-if __name__ == "__main__":  # the module proper serves, so that its children set its `forked`
+if __name__ == "__main__":  # the module proper serves, so that its children set its flags
     from orchestrator.job.processes import fork_server
 
-    fork_server.serve(sys.argv[1], sys.argv[2:])
+    if sys.argv[1] == "--spare":
+        fork_server._spare(int(sys.argv[2]), sys.argv[3:])
+    elif sys.argv[1] == "--ahead":
+        fork_server.serve(sys.argv[2], sys.argv[3:], ahead=True)
+    else:
+        fork_server.serve(sys.argv[1], sys.argv[2:])

@@ -33,6 +33,7 @@ def answer(spec, req):
         "forked": fork_server.forked,
         "ahead": fork_server.started_ahead,
         "pid": os.getpid(),
+        "flags": sys.orig_argv[1:sys.orig_argv.index("-m")],  # the interpreter's, as every fresh process's
         "preloaded": "transformers.modeling_utils" in sys.modules,
         "asked": os.environ.get("ASKED"),
         "cwd": os.getcwd(),
@@ -53,7 +54,7 @@ def test_a_fresh_process_that_skipped_the_imports(tmp_path, monkeypatch, ahead):
         got, why = run_module(work, 120, "forked_entry:answer", "report", {"how": "report"})
         assert why is None, why
         first = got.pop("pid")
-        assert got == {**how, "preloaded": True, "asked": "yes", "cwd": str(tmp_path)}
+        assert got == {**how, "preloaded": True, "asked": "yes", "cwd": str(tmp_path), "flags": PYTHON[1:]}
 
         got, why = run_module(work, 120, "forked_entry:answer", "crash", {"how": "exit7"})
         assert got is None and "exited with code 7" in why, why

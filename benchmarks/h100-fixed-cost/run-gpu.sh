@@ -52,8 +52,10 @@ case "$part" in
         forks) extra="launcher.fork_server=true" ;;
         *) echo "unknown HOWS entry $how"; exit 2 ;;
       esac
-      sweep "$how" 270 "$ALL $extra ${AFTER:-}"
-    done ;;
+      sweep "$how" "${LIMIT:-270}" "$ALL $extra ${AFTER:-}"
+    done
+    runs=(); for how in ${HOWS:-interpreters ahead}; do runs+=("$work/$how/results.jsonl"); done
+    $py benchmarks/h100-fixed-cost/steps.py "${runs[@]}" | tee "$work/steps.md" ;;
   *) echo "unknown PART=$part"; exit 2 ;;
 esac
 save

@@ -247,8 +247,8 @@ class _Spare:
     def __init__(self, extra: list[str]) -> None:
         self.channel, theirs = socket.socketpair()
         self.process = subprocess.Popen(
-            # this interpreter with its own flags (`-X faulthandler`, as every fresh process has)
-            [sys.executable, *subprocess._args_from_interpreter_flags()]
+            # the server's own interpreter and flags (`-X faulthandler`, as every fresh process has)
+            [*sys.orig_argv[: sys.orig_argv.index("-m")]]
             + ["-m", "orchestrator.job.processes.fork_server", "--spare", str(theirs.fileno()), *extra],
             pass_fds=(theirs.fileno(),),
             preexec_fn=die_with_parent,

@@ -54,9 +54,18 @@ def test_cold_compile_does_not_depend_on_job_order_and_warm_and_portable_run_apa
     forward_s = time.monotonic() - started
     assert "time: " in forward.stdout and "compile and timing" in forward.stdout, forward.stdout
     assert forward.returncode == 0, forward.stdout + forward.stderr
-    # the second sweep overlaps its two jobs (launcher.overlap): each job's cold compile still alone
+    # the second sweep overlaps its two jobs (launcher.overlap): each job's cold compile still alone;
+    # its processes are interpreters started ahead, not forks (launcher.start_ahead)
+    ahead = ["launcher.fork_server=false", "launcher.start_ahead=true"]
     backward = run_cli(
-        [*common, "bench.repeats=4,3", "compile.probes=false", "sweep.dir=bwd", "launcher.overlap=true"],
+        [
+            *common,
+            "bench.repeats=4,3",
+            "compile.probes=false",
+            "sweep.dir=bwd",
+            "launcher.overlap=true",
+            *ahead,
+        ],
         cwd=tmp_path,
     )
     assert backward.returncode == 0, backward.stdout + backward.stderr
@@ -71,6 +80,8 @@ def test_cold_compile_does_not_depend_on_job_order_and_warm_and_portable_run_apa
             assert 0 < phases <= r["first_call_s"], (phases, r["first_call_s"])
         colds = sorted(r["compile_cold_s"] for r in pair)
         assert colds[0] > 0.5 * colds[1], f"{sweep}: a cache hit would collapse one of {colds}"
+    for r in results(tmp_path / "bwd").values():
+        assert r["started_ahead"] is True and r["forked"] is False, "interpreters started ahead"
     for r in results(tmp_path / "fwd").values():  # probes: the warm one in the first paired process
         assert r["compile_warm_s"] < r["compile_cold_s"], (r["compile_warm_s"], r["compile_cold_s"])
         assert r["compile_warm_cache_hits"] >= 1, "the warm probe reads the cache the job filled"

@@ -113,3 +113,17 @@ def test_without_a_server_a_fresh_process_is_an_interpreter(tmp_path, monkeypatc
 @pytest.mark.parametrize("key", ["TORCH_LOGS", "PYTHONHASHSEED", "OMP_NUM_THREADS", "HF_HOME"])
 def test_variables_read_at_import_are_the_ones_compared(key):
     assert fork_server.import_time_env({key: "1", "CUDA_VISIBLE_DEVICES": "0", "PATH": "/x"}) == {key: "1"}
+
+
+def test_a_spare_that_dies_importing_leaves_interpreters(tmp_path, monkeypatch):
+    (tmp_path / "forked_entry.py").write_text(ENTRY)
+    (tmp_path / "dies_at_import.py").write_text("import os\nos._exit(3)\n")  # kills the spare, not the server
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    work = tmp_path / "job"
+    work.mkdir()
+    with fork_server.serving(PYTHON, ("dies_at_import",), ahead=True) as env, scoped_environ(env):
+        for _ in range(2):  # the waiting request, and one after the server knows
+            got, why = run_module(work, 120, "forked_entry:answer", "report", {"how": "report"})
+            assert why is None, why
+            assert not got["ahead"] and not got["forked"], "an interpreter of its own"

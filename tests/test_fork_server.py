@@ -127,3 +127,30 @@ def test_a_spare_that_dies_importing_leaves_interpreters(tmp_path, monkeypatch):
             got, why = run_module(work, 120, "forked_entry:answer", "report", {"how": "report"})
             assert why is None, why
             assert not got["ahead"] and not got["forked"], "an interpreter of its own"
+
+
+def test_no_spare_imports_while_a_process_measures(tmp_path, monkeypatch):
+    """A spare's imports wait for the sweep's measuring processes (their quiet lock); a request that
+    finds the spare waiting gets an interpreter of its own, not a wait on that measurement."""
+    (tmp_path / "forked_entry.py").write_text(ENTRY)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    work = tmp_path / "job"
+    work.mkdir()
+    with fork_server.serving(PYTHON, (), ahead=True) as env, scoped_environ(env):
+        started, request = tmp_path / "started", tmp_path / "wait.json"
+        request.write_text(
+            json.dumps({"kind": "forked_entry:answer", "how": "wait", "started": str(started)})
+        )
+        with open(os.devnull) as nothing:  # measures (fresh.main holds the lock) until its client goes
+            measuring = fork_server.start(
+                "orchestrator.job.processes.fresh", request, False, (nothing.fileno(), 1, 2)
+            )
+        assert measuring is not None
+        wait_until(started.exists, 60, "the measuring process started")
+        got, why = run_module(work, 120, "forked_entry:answer", "report", {"how": "report"})
+        assert why is None and not got["ahead"], "the spare waits for the measurement: an interpreter"
+        measuring.conn.close()
+        wait_until(lambda: not alive(measuring.pid), 60, "the measuring process ended")
+        got, why = run_module(work, 120, "forked_entry:answer", "report", {"how": "report"})
+        assert why is None and got["ahead"], "the measurement over, the spare imported"

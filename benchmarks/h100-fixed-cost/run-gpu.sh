@@ -4,7 +4,7 @@
 #                interpreter pinned to the same CPUs (fastest, median, slowest), three rounds (about 3 min)
 #   PART=subset  the fixed subset (BERT and ViT inference, Llama training, bench=quick), each job's wall_*
 #                phases, per start in HOWS (default "interpreters ahead"; also "forks"), AFTER: more
-#                overrides for every sweep (about 3 min a start)
+#                overrides for every sweep, ROUNDS: times through HOWS, interleaved (about 3 min a start)
 #   device: PART=... WHEELS=.whl-lite bash benchmarks/h100-fixed-cost/run-gpu.sh   carry [".whl-lite"]
 #   CPU check: CPU=1 PY=.venv/bin/python PART=... bash benchmarks/h100-fixed-cost/run-gpu.sh (tiny sizes)
 set -uo pipefail
@@ -45,17 +45,19 @@ case "$part" in
     S="workload=hf workload.size=$size bench=quick bench.dtype=bf16 compile.mode=default verdict.follow_up=false"
     ALL="$S workload.model=BertForMaskedLM,ViTForImageClassification bench.task=infer"
     ALL="$ALL sweep.points=[[\"workload.model=LlamaForCausalLM\",\"bench.task=train\"]]"
-    for how in ${HOWS:-interpreters ahead}; do
+    names=()
+    for round in $(seq "${ROUNDS:-1}"); do for how in ${HOWS:-interpreters ahead}; do
+      name=$how; [ "${ROUNDS:-1}" = 1 ] || name=$how-r$round
+      names+=("$work/$name/results.jsonl")
       case $how in
         interpreters) extra="launcher.fork_server=false" ;;  # the GPU default: each process a new interpreter
         ahead) extra="launcher.fork_server=false launcher.start_ahead=true" ;;  # interpreters started ahead
         forks) extra="launcher.fork_server=true" ;;
         *) echo "unknown HOWS entry $how"; exit 2 ;;
       esac
-      sweep "$how" "${LIMIT:-270}" "$ALL $extra ${AFTER:-}"
-    done
-    runs=(); for how in ${HOWS:-interpreters ahead}; do runs+=("$work/$how/results.jsonl"); done
-    $py benchmarks/h100-fixed-cost/steps.py "${runs[@]}" | tee "$work/steps.md" ;;
+      sweep "$name" "${LIMIT:-270}" "$ALL $extra ${AFTER:-}"
+    done; done
+    $py benchmarks/h100-fixed-cost/steps.py "${names[@]}" | tee "$work/steps.md" ;;
   *) echo "unknown PART=$part"; exit 2 ;;
 esac
 save

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 
 from orchestrator.core.result import WallTime
+from orchestrator.job.processes.fork_server import measuring
 
 # The phases, in the order they happen: WallTime's `wall_<phase>_s` fields (what each holds is said there).
 PHASES = tuple(
@@ -22,6 +23,10 @@ PHASES = tuple(
     for f in dataclasses.fields(WallTime)
     if f.name not in ("wall_other_s", "wall_teardown_s", "job_wall_s", "wall_written_at", "wall_locked_at")
 )
+
+# The phases that measure in this process: no spare interpreter of the sweep imports beside them
+# (processes/fork_server.py, `measuring`). The others build, wait on other processes, or write.
+MEASURING = ("first_calls", "parity", "timed", "profile", "memory", "shapes", "convergence", "random_parity")
 
 
 class WallClock:
@@ -49,7 +54,8 @@ class WallClock:
         self._charge()
         self._open.append(name)
         try:
-            yield
+            with measuring() if name in MEASURING else contextlib.nullcontext():
+                yield
         finally:
             self._charge()
             self._open.pop()

@@ -20,7 +20,10 @@ Started ahead (`serve(..., ahead=True)`, `launcher.start_ahead`), the server for
 one spare interpreter that has done the imports and waits, hands it the next request (the client's
 connection and streams), and starts the next spare. Each process is then a new interpreter, as
 without a server, whose imports ran while an earlier process worked (a fork ran eager steps slower
-on the GPU hosts: benchmarks/h200-time-to-answer/).
+on the GPU hosts: benchmarks/h200-time-to-answer/). A spare imports only while no process of the
+sweep measures (`measuring`): beside one, on 2 cores, BERT's steps read 47-50% slower
+(benchmarks/h100-fixed-cost/). A request that finds no spare ready or importing gets none: the one
+that would come may be waiting on its own parent's measurement.
 
 Both ends of one small socket protocol (the client's `start` and `Forked`, the server's `serve` and
 its child) live here: they are read together or not at all.
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import importlib
 import json
 import os
@@ -46,6 +50,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ADDRESS_ENV = "ORCHESTRATOR_FORK_SERVER"  # the server's socket, for the jobs of its sweep
+QUIET = "quiet"  # beside the socket: a spare imports holding it exclusively, a measuring process shared
 # Prefixes of variables that torch, triton, transformers, the C runtime or Python read at import.
 IMPORT_TIME = ("TORCH", "PYTORCH", "TRITON", "PYTHON", "LD_", "OMP_", "MKL_", "KMP_", "HF_", "TRANSFORMERS")
 PRELOAD = (  # what every fresh process imports (a sweep of transformers models adds theirs: serve)
@@ -58,6 +63,7 @@ PRELOAD = (  # what every fresh process imports (a sweep of transformers models 
 PR_SET_PDEATHSIG = 1
 forked = False  # in a child of the server: True (the worker records how it started)
 started_ahead = False  # in a spare the server handed a request to: True (likewise)
+_measuring = 0  # this process's open `measuring` scopes
 SERVER_CWD = os.getcwd()
 
 
@@ -69,6 +75,25 @@ def die_with_parent() -> None:
 
 def import_time_env(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME)}
+
+
+@contextlib.contextmanager
+def measuring() -> Iterator[None]:
+    """While this process measures, no spare of its sweep imports beside it: it waits for one that
+    is importing, then holds the sweep's quiet lock shared. Nothing where the sweep has no spares."""
+    global _measuring
+    address = os.environ.get(ADDRESS_ENV)
+    quiet = Path(address).with_name(QUIET) if address else None
+    if _measuring or quiet is None or not quiet.exists():  # held already, or no spares
+        yield
+        return
+    with quiet.open() as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        _measuring += 1
+        try:
+            yield
+        finally:
+            _measuring -= 1  # the lock goes with the file
 
 
 class Forked:
@@ -242,20 +267,21 @@ def _preload(extra: list[str]) -> None:
 
 
 class _Spare:
-    """An interpreter started ahead: it imports, says `ready`, then takes one request (`hand`)."""
+    """An interpreter started ahead: once no process measures, it imports (`importing`), says
+    `ready`, then takes one request (`hand`)."""
 
-    def __init__(self, extra: list[str]) -> None:
+    def __init__(self, quiet: Path, extra: list[str]) -> None:
         self.channel, theirs = socket.socketpair()
         self.process = subprocess.Popen(
             # the server's own interpreter and flags (`-X faulthandler`, as every fresh process has)
-            [*sys.orig_argv[: sys.orig_argv.index("-m")]]
-            + ["-m", "orchestrator.job.processes.fork_server", "--spare", str(theirs.fileno()), *extra],
+            [*sys.orig_argv[: sys.orig_argv.index("-m")], "-m", "orchestrator.job.processes.fork_server"]
+            + ["--spare", str(theirs.fileno()), str(quiet), *extra],
             pass_fds=(theirs.fileno(),),
             preexec_fn=die_with_parent,
             stdin=subprocess.DEVNULL,
         )
         theirs.close()
-        self.ready = False
+        self.state = "starting"  # then `waiting` where a process measures, `importing`, `ready`
 
     def hand(self, conn: socket.socket, ask: dict, fds: list[int]) -> None:
         """The request, the client's connection and its streams, to this spare (it becomes the child)."""
@@ -263,12 +289,20 @@ class _Spare:
         self.channel.close()
 
 
-def _spare(fd: int, extra: list[str]) -> None:
-    """In a spare: the imports, `ready` to the server, then one request's child; never returns."""
+def _spare(fd: int, quiet: str, extra: list[str]) -> None:
+    """In a spare: the imports while no process measures, `ready` to the server, then one request's
+    child; never returns."""
     global started_ahead
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # as the server: Ctrl-C is the job's, once it has one
     channel = socket.socket(fileno=fd)
-    _preload(extra)
+    with open(quiet) as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # a process measures: the server stops queueing for this spare
+            channel.sendall(b"waiting\n")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        channel.sendall(b"importing\n")
+        _preload(extra)
     channel.sendall(b"ready\n")
     ask, fds = _request(channel, 4)
     if ask is None or len(fds) != 4:  # the server went (the sweep ended) before handing one over
@@ -279,6 +313,16 @@ def _spare(fd: int, extra: list[str]) -> None:
     _child(socket.socket(fileno=fds[0]), ask, fds[1:])
 
 
+def _quiet(path: Path) -> bool:
+    """Whether no process measures now (a spare waiting on the lock gets it next)."""
+    with path.open() as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True  # the lock goes with the file
+
+
 def serve(address: str, extra: list[str], ahead: bool = False) -> None:
     """Listen at `address` and start a child per request, reporting its end: a fork of this server,
     which imported PRELOAD and `extra` first (see `_preload`), or with `ahead` a spare interpreter
@@ -286,10 +330,12 @@ def serve(address: str, extra: list[str], ahead: bool = False) -> None:
     global forked
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the jobs; the sweep ends this server
     own = import_time_env(dict(os.environ))
+    quiet = Path(address).with_name(QUIET)
     spare: _Spare | None = None
     try:
         if ahead:
-            spare = _Spare(extra)
+            quiet.touch()
+            spare = _Spare(quiet, extra)
         else:
             _preload(extra)
             if not _forks_may_use_cuda():
@@ -302,7 +348,7 @@ def serve(address: str, extra: list[str], ahead: bool = False) -> None:
         Path(address + ".failed").touch()  # its clients stop waiting, and start interpreters
         raise
     children: dict[int, tuple[socket.socket, subprocess.Popen | None]] = {}
-    waiting: list[tuple[socket.socket, dict, list[int]]] = []  # requests for the next spare
+    queued: list[tuple[socket.socket, dict, list[int]]] = []  # requests for the spare importing
 
     def refuse(conn: socket.socket, fds: list[int]) -> None:
         with contextlib.suppress(OSError):  # the client may be gone
@@ -319,18 +365,19 @@ def serve(address: str, extra: list[str], ahead: bool = False) -> None:
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ)
     if spare is not None:
-        sel.register(spare.channel, selectors.EVENT_READ)  # readable: ready, or failed
+        sel.register(spare.channel, selectors.EVENT_READ)  # readable: its state, or its end
     while True:
         for key, _ in sel.select(timeout=0.05):
             if spare is not None and key.fileobj is spare.channel:
-                sel.unregister(spare.channel)
-                if spare.channel.recv(64).startswith(b"ready"):
-                    spare.ready = True
+                said = spare.channel.recv(64).split()
+                if said:
+                    spare.state = said[-1].decode()
+                    if spare.state == "ready":
+                        sel.unregister(spare.channel)
                 else:  # it failed to start: no more spares, every client an interpreter of its own
+                    sel.unregister(spare.channel)
+                    spare.process.wait()
                     spare = None
-                    for conn, _ask, fds in waiting:
-                        refuse(conn, fds)
-                    waiting.clear()
                 continue
             conn, _ = listener.accept()
             ask, fds = _request(conn)
@@ -338,11 +385,11 @@ def serve(address: str, extra: list[str], ahead: bool = False) -> None:
                 ask is None
                 or import_time_env(ask["env"]) != own
                 or len(fds) != 3
-                or (ahead and spare is None)
+                or (ahead and (spare is None or (spare.state == "waiting" and not _quiet(quiet))))
             ):
                 refuse(conn, fds)
             elif ahead:
-                waiting.append((conn, ask, fds))
+                queued.append((conn, ask, fds))
             else:
                 pid = os.fork()
                 if pid == 0:
@@ -354,8 +401,13 @@ def serve(address: str, extra: list[str], ahead: bool = False) -> None:
                 for fd in fds:
                     os.close(fd)
                 started(conn, pid, None)
-        if spare is not None and spare.ready and waiting:
-            conn, ask, fds = waiting.pop(0)
+        if queued and (spare is None or (spare.state == "waiting" and not _quiet(quiet))):
+            # none comes before a measurement ends, maybe the one its requester's parent makes
+            for conn, _ask, fds in queued:
+                refuse(conn, fds)
+            queued.clear()
+        if spare is not None and spare.state == "ready" and queued:
+            conn, ask, fds = queued.pop(0)
             try:
                 spare.hand(conn, ask, fds)
             except OSError:  # it died waiting: no more spares (as one that failed to start)
@@ -366,7 +418,7 @@ def serve(address: str, extra: list[str], ahead: bool = False) -> None:
             for fd in fds:
                 os.close(fd)
             started(conn, spare.process.pid, spare.process)
-            spare = _Spare(extra)  # the next one imports while this one works
+            spare = _Spare(quiet, extra)  # the next one imports once no process measures
             sel.register(spare.channel, selectors.EVENT_READ)
         for pid in list(children):  # reap: each ended child's status to its client
             done, status = os.waitpid(pid, os.WNOHANG)
@@ -405,7 +457,7 @@ def serving(python: list[str], extra: tuple[str, ...] = (), ahead: bool = False)
     finally:
         server.kill()
         server.wait()
-        for name in ("socket", "socket.tmp", "socket.failed"):
+        for name in ("socket", "socket.tmp", "socket.failed", QUIET):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(os.path.join(folder, name))
         os.rmdir(folder)
@@ -415,7 +467,7 @@ if __name__ == "__main__":  # the module proper serves, so that its children set
     from orchestrator.job.processes import fork_server
 
     if sys.argv[1] == "--spare":
-        fork_server._spare(int(sys.argv[2]), sys.argv[3:])
+        fork_server._spare(int(sys.argv[2]), sys.argv[3], sys.argv[4:])
     elif sys.argv[1] == "--ahead":
         fork_server.serve(sys.argv[2], sys.argv[3:], ahead=True)
     else:

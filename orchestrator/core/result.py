@@ -529,7 +529,7 @@ class WallTime:
 
     wall_startup_s: NUMBER = None  # interpreter start and imports, until the worker's first line
     wall_setup_s: NUMBER = None  # cache directories, device checks, the process group
-    wall_wait_s: NUMBER = None  # waiting for the device's lock (`launcher.overlap`)
+    wall_wait_s: NUMBER = None  # waiting for the device's lock (`launcher.overlap`) or a spare's imports
     wall_primer_s: NUMBER = None  # a throwaway compile: the process's one-offs (cache=private)
     wall_build_s: NUMBER = None  # the workload: model, inputs, the same weights on every rank
     wall_flops_s: NUMBER = None  # one eager step under the FLOP counter

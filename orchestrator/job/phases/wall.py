@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 
 from orchestrator.core.result import WallTime
-from orchestrator.job.processes.fork_server import measuring
+from orchestrator.job.processes.fork_server import measuring, quiet_lock
 
 # The phases, in the order they happen: WallTime's `wall_<phase>_s` fields (what each holds is said there).
 PHASES = tuple(
@@ -51,14 +51,17 @@ class WallClock:
     def phase(self, name: str) -> Iterator[None]:
         if name not in self.seconds:
             raise KeyError(f"unknown phase {name!r}; phases: {', '.join(PHASES)}")
-        self._charge()
-        self._open.append(name)
-        try:
-            with measuring() if name in MEASURING else contextlib.nullcontext():
-                yield
-        finally:
+        with contextlib.ExitStack() as quiet:
+            if name in MEASURING and quiet_lock() is not None:
+                with self.phase("wait"):  # for a spare's imports to end: the job's wait, not its phase's
+                    quiet.enter_context(measuring())
             self._charge()
-            self._open.pop()
+            self._open.append(name)
+            try:
+                yield
+            finally:
+                self._charge()
+                self._open.pop()
 
     def wall_time(self) -> WallTime:
         """The phases so far; `other` is what none claimed; `job_wall_s` until now (the supervisor

@@ -77,14 +77,20 @@ def import_time_env(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME)}
 
 
+def quiet_lock() -> Path | None:
+    """The sweep's quiet lock, where it has spares and this process does not hold it yet."""
+    address = os.environ.get(ADDRESS_ENV)
+    quiet = Path(address).with_name(QUIET) if address else None
+    return quiet if quiet is not None and not _measuring and quiet.exists() else None
+
+
 @contextlib.contextmanager
 def measuring() -> Iterator[None]:
     """While this process measures, no spare of its sweep imports beside it: it waits for one that
-    is importing, then holds the sweep's quiet lock shared. Nothing where the sweep has no spares."""
+    is importing, then holds the sweep's quiet lock shared. Nothing where `quiet_lock` is None."""
     global _measuring
-    address = os.environ.get(ADDRESS_ENV)
-    quiet = Path(address).with_name(QUIET) if address else None
-    if _measuring or quiet is None or not quiet.exists():  # held already, or no spares
+    quiet = quiet_lock()
+    if quiet is None:
         yield
         return
     with quiet.open() as lock:

@@ -4,7 +4,7 @@ probe `asdict(Probe)` (`Probe(**d)`), an AOTInductor cold start `asdict(ColdStar
 
 `supervisor.py`     the submitit callable: runs the worker in a child, records how a silent death ended
 `fresh.py`          every fresh process's one entry point, by the request's kind (job, side, probe, aoti-load)
-`fork_server.py`    one pre-imported process per local sweep that fresh processes fork from
+`fork_server.py`    one process per local sweep that fresh processes fork from, or that starts them ahead
 `apart.py`          more paired repetitions in fresh processes, each side alone, the sides one after the other
 `side_process.py`   one of those fresh processes (kind `side`); its answer, `SideAnswer`
 `compile_probe.py`  the warm and portable compiles, each in a fresh process (kind `probe`)

@@ -138,19 +138,11 @@ def test_no_spare_imports_while_a_process_measures(tmp_path, monkeypatch):
     work = tmp_path / "job"
     work.mkdir()
     with fork_server.serving(PYTHON, (), ahead=True) as env, scoped_environ(env):
-        started, request = tmp_path / "started", tmp_path / "wait.json"
-        request.write_text(
-            json.dumps({"kind": "forked_entry:answer", "how": "wait", "started": str(started)})
-        )
-        with open(os.devnull) as nothing:  # measures (fresh.main holds the lock) until its client goes
-            measuring = fork_server.start(
-                "orchestrator.job.processes.fresh", request, False, (nothing.fileno(), 1, 2)
-            )
-        assert measuring is not None
-        wait_until(started.exists, 60, "the measuring process started")
-        got, why = run_module(work, 120, "forked_entry:answer", "report", {"how": "report"})
-        assert why is None and not got["ahead"], "the spare waits for the measurement: an interpreter"
-        measuring.conn.close()
-        wait_until(lambda: not alive(measuring.pid), 60, "the measuring process ended")
+        wait_until(Path(env[fork_server.ADDRESS_ENV]).exists, 60, "the server is up")
+        with fork_server.measuring():  # this process measures (after a first spare's imports, if any)
+            got, why = run_module(work, 120, "forked_entry:answer", "report", {"how": "report"})
+            assert why is None, why  # a spare that imported before the measurement, or an interpreter
+            got, why = run_module(work, 120, "forked_entry:answer", "report", {"how": "report"})
+            assert why is None and not got["ahead"], "the next one waits for the measurement: an interpreter"
         got, why = run_module(work, 120, "forked_entry:answer", "report", {"how": "report"})
         assert why is None and got["ahead"], "the measurement over, the spare imported"

@@ -51,6 +51,7 @@ from pathlib import Path
 
 ADDRESS_ENV = "ORCHESTRATOR_FORK_SERVER"  # the server's socket, for the jobs of its sweep
 QUIET = "quiet"  # beside the socket: a spare imports holding it exclusively, a measuring process shared
+GRANT_AFTER_S = 1.0  # a new spare's lock waits this long: the process just handed one takes it first
 # Prefixes of variables that torch, triton, transformers, the C runtime or Python read at import.
 IMPORT_TIME = ("TORCH", "PYTORCH", "TRITON", "PYTHON", "LD_", "OMP_", "MKL_", "KMP_", "HF_", "TRANSFORMERS")
 PRELOAD = (  # what every fresh process imports (a sweep of transformers models adds theirs: serve)
@@ -77,6 +78,22 @@ def import_time_env(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME)}
 
 
+_held: list = []  # the open quiet lock of this process's `measuring`, for a fork to drop
+
+
+def _forget_in_child() -> None:
+    """A child forked without exec (a fork-started compile worker, a DataLoader's) must not keep the
+    quiet lock once its parent's measurement ends: it closes its copy (the parent's lock stays)."""
+    global _measuring
+    for lock in _held:
+        lock.close()
+    _held.clear()
+    _measuring = 0
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
 def quiet_lock() -> Path | None:
     """The sweep's quiet lock, where it has spares and this process does not hold it yet."""
     address = os.environ.get(ADDRESS_ENV)
@@ -96,10 +113,12 @@ def measuring() -> Iterator[None]:
     with quiet.open() as lock:
         fcntl.flock(lock, fcntl.LOCK_SH)
         _measuring += 1
+        _held.append(lock)
         try:
             yield
         finally:
             _measuring -= 1  # the lock goes with the file
+            _held.clear()
 
 
 class Forked:
@@ -273,21 +292,34 @@ def _preload(extra: list[str]) -> None:
 
 
 class _Spare:
-    """An interpreter started ahead: once no process measures, it imports (`importing`), says
-    `ready`, then takes one request (`hand`)."""
+    """An interpreter started ahead: once the server grants it the quiet lock (`grant`), it imports,
+    says `ready`, then takes one request (`hand`)."""
 
-    def __init__(self, quiet: Path, extra: list[str]) -> None:
+    def __init__(self, extra: list[str]) -> None:
         self.channel, theirs = socket.socketpair()
         self.process = subprocess.Popen(
             # the server's own interpreter and flags (`-X faulthandler`, as every fresh process has)
             [*sys.orig_argv[: sys.orig_argv.index("-m")], "-m", "orchestrator.job.processes.fork_server"]
-            + ["--spare", str(theirs.fileno()), str(quiet), *extra],
+            + ["--spare", str(theirs.fileno()), *extra],
             pass_fds=(theirs.fileno(),),
             preexec_fn=die_with_parent,
             stdin=subprocess.DEVNULL,
         )
         theirs.close()
-        self.state = "starting"  # then `waiting` where a process measures, `importing`, `ready`
+        self.state = "waiting"  # for the quiet lock; then `importing`, `ready`
+        self.since = time.monotonic()
+
+    def grant(self, quiet: Path) -> bool:
+        """Take the quiet lock exclusively for this spare, where no process measures, and hand it
+        over: the lock is the spare's until its imports end (flock's lock is the open file's)."""
+        with quiet.open() as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            socket.send_fds(self.channel, [b"go\n"], [lock.fileno()])
+        self.state = "importing"
+        return True
 
     def hand(self, conn: socket.socket, ask: dict, fds: list[int]) -> None:
         """The request, the client's connection and its streams, to this spare (it becomes the child)."""
@@ -295,38 +327,39 @@ class _Spare:
         self.channel.close()
 
 
-def _spare(fd: int, quiet: str, extra: list[str]) -> None:
-    """In a spare: the imports while no process measures, `ready` to the server, then one request's
-    child; never returns."""
+def _spare(fd: int, extra: list[str]) -> None:
+    """In a spare: the imports under the quiet lock the server grants, `ready` to the server, then
+    one request's child; never returns."""
     global started_ahead
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # as the server: Ctrl-C is the job's, once it has one
     channel = socket.socket(fileno=fd)
-    with open(quiet) as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:  # a process measures: the server stops queueing for this spare
-            channel.sendall(b"waiting\n")
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        channel.sendall(b"importing\n")
-        _preload(extra)
+    _, granted, _, _ = socket.recv_fds(channel, 64, 1)
+    if not granted:  # the server went (the sweep ended) before no process measured
+        os._exit(0)
+    _preload(extra)
+    os.close(granted[0])  # the lock: measuring processes go on
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():  # its child could not pick its own GPU
+        os._exit(1)
     channel.sendall(b"ready\n")
     ask, fds = _request(channel, 4)
-    if ask is None or len(fds) != 4:  # the server went (the sweep ended) before handing one over
-        os._exit(0)
+    if ask is None or len(fds) != 4:  # the server went (the sweep ended), or a garbled hand-over
+        os._exit(0 if ask is None and not fds else 1)
     channel.close()
+    os.set_inheritable(fds[0], False)  # as an accepted socket is: not the job's subprocesses'
     ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, 0)  # from now on it ends with its client, as a fork does
     started_ahead = True
     _child(socket.socket(fileno=fds[0]), ask, fds[1:])
 
 
-def _quiet(path: Path) -> bool:
-    """Whether no process measures now (a spare waiting on the lock gets it next)."""
-    with path.open() as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True  # the lock goes with the file
+def _client_there(conn: socket.socket) -> bool:
+    """Whether a queued request's client still waits (it sends nothing more; it may hang up)."""
+    try:
+        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
 
 
 def serve(address: str, extra: list[str], ahead: bool = False) -> None:
@@ -341,7 +374,7 @@ def serve(address: str, extra: list[str], ahead: bool = False) -> None:
     try:
         if ahead:
             quiet.touch()
-            spare = _Spare(quiet, extra)
+            spare = _Spare(extra)
         else:
             _preload(extra)
             if not _forks_may_use_cuda():
@@ -370,20 +403,41 @@ def serve(address: str, extra: list[str], ahead: bool = False) -> None:
 
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ)
+
+    def new_spare() -> _Spare | None:
+        try:
+            fresh = _Spare(extra)
+        except OSError:  # no process to start: every client an interpreter of its own
+            return None
+        sel.register(fresh.channel, selectors.EVENT_READ)  # readable: its state, or its end
+        return fresh
+
+    def retire(gone: _Spare) -> None:
+        sel.unregister(gone.channel)
+        gone.channel.close()
+        gone.process.kill()
+        gone.process.wait()
+
+    def hopeless(candidate: _Spare) -> bool:
+        """Whether it waits on a measurement: not granted the quiet lock, which is not free now. The
+        grant waits GRANT_AFTER_S, for the process just handed a spare to take the lock first (a
+        side process or a probe measures at once)."""
+        if candidate.state != "waiting" or time.monotonic() - candidate.since < GRANT_AFTER_S:
+            return False
+        return not candidate.grant(quiet)
+
     if spare is not None:
-        sel.register(spare.channel, selectors.EVENT_READ)  # readable: its state, or its end
+        sel.register(spare.channel, selectors.EVENT_READ)
     while True:
         for key, _ in sel.select(timeout=0.05):
             if spare is not None and key.fileobj is spare.channel:
-                said = spare.channel.recv(64).split()
-                if said:
-                    spare.state = said[-1].decode()
-                    if spare.state == "ready":
-                        sel.unregister(spare.channel)
-                else:  # it failed to start: no more spares, every client an interpreter of its own
-                    sel.unregister(spare.channel)
-                    spare.process.wait()
-                    spare = None
+                if spare.channel.recv(64).startswith(b"ready"):
+                    spare.state = "ready"
+                    continue
+                # It ended. Before it was ready its imports failed: no more spares, every client an
+                # interpreter of its own; a ready one was stopped from outside: the next one starts.
+                retire(spare)
+                spare = new_spare() if spare.state == "ready" else None
                 continue
             conn, _ = listener.accept()
             ask, fds = _request(conn)
@@ -391,8 +445,8 @@ def serve(address: str, extra: list[str], ahead: bool = False) -> None:
                 ask is None
                 or import_time_env(ask["env"]) != own
                 or len(fds) != 3
-                or (ahead and (spare is None or (spare.state == "waiting" and not _quiet(quiet))))
-            ):
+                or (ahead and (spare is None or queued or hopeless(spare)))
+            ):  # in ahead mode one request waits for the spare; others start their own interpreters
                 refuse(conn, fds)
             elif ahead:
                 queued.append((conn, ask, fds))
@@ -407,25 +461,30 @@ def serve(address: str, extra: list[str], ahead: bool = False) -> None:
                 for fd in fds:
                     os.close(fd)
                 started(conn, pid, None)
-        if queued and (spare is None or (spare.state == "waiting" and not _quiet(quiet))):
+        if queued and not _client_there(queued[0][0]):  # it gave up waiting: it starts an interpreter
+            conn, _ask, fds = queued.pop()
+            refuse(conn, fds)
+        stuck = spare is not None and hopeless(spare)  # also grants the lock, where it is free now
+        if queued and (spare is None or stuck):
             # none comes before a measurement ends, maybe the one its requester's parent makes
-            for conn, _ask, fds in queued:
-                refuse(conn, fds)
-            queued.clear()
+            conn, _ask, fds = queued.pop()
+            refuse(conn, fds)
         if spare is not None and spare.state == "ready" and queued:
-            conn, ask, fds = queued.pop(0)
+            conn, ask, fds = queued.pop()
+            sel.unregister(spare.channel)  # before `hand` closes it
             try:
                 spare.hand(conn, ask, fds)
-            except OSError:  # it died waiting: no more spares (as one that failed to start)
+            except OSError:  # it ended meanwhile: this client starts an interpreter, the next spare
+                spare.channel.close()
+                spare.process.kill()
                 spare.process.wait()
-                spare = None
+                spare = new_spare()
                 refuse(conn, fds)
                 continue
             for fd in fds:
                 os.close(fd)
             started(conn, spare.process.pid, spare.process)
-            spare = _Spare(quiet, extra)  # the next one imports once no process measures
-            sel.register(spare.channel, selectors.EVENT_READ)
+            spare = new_spare()  # the next one imports once no process measures
         for pid in list(children):  # reap: each ended child's status to its client
             done, status = os.waitpid(pid, os.WNOHANG)
             if done == 0:
@@ -473,7 +532,7 @@ if __name__ == "__main__":  # the module proper serves, so that its children set
     from orchestrator.job.processes import fork_server
 
     if sys.argv[1] == "--spare":
-        fork_server._spare(int(sys.argv[2]), sys.argv[3], sys.argv[4:])
+        fork_server._spare(int(sys.argv[2]), sys.argv[3:])
     elif sys.argv[1] == "--ahead":
         fork_server.serve(sys.argv[2], sys.argv[3:], ahead=True)
     else:

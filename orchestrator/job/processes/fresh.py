@@ -132,14 +132,15 @@ def main(request_path: str) -> None:
 
     req = json.loads(Path(request_path).read_text())
     running = req["kind"]
-    if "device" in req and str(req["device"]).startswith("cuda"):
-        import torch
-
-        torch.cuda.set_device(torch.device(req["device"]))
-    module, name = ENTRIES.get(running, running).split(":")
-    spec = JobSpec(**req.pop("spec")) if "spec" in req else None
-    # a side process, a probe, a package's cold start: each measures throughout (a job, in its phases)
+    # a side process, a probe, a package's cold start: each measures throughout (a job, in its phases),
+    # so it holds the sweep's quiet lock from its first step, ahead of the spare started beside it
     with contextlib.nullcontext() if running == "job" else measuring():
+        if "device" in req and str(req["device"]).startswith("cuda"):
+            import torch
+
+            torch.cuda.set_device(torch.device(req["device"]))
+        module, name = ENTRIES.get(running, running).split(":")
+        spec = JobSpec(**req.pop("spec")) if "spec" in req else None
         answer = getattr(importlib.import_module(module), name)(spec, req)
     if answer is not None and req.get("answer"):
         Path(req["answer"]).write_text(json.dumps(answer, default=str))

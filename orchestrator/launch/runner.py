@@ -30,6 +30,13 @@ from orchestrator.launch.slurm_arrays import submit_arrays
 logging.getLogger("submitit").addFilter(lambda record: "Bypassing sacct error" not in record.getMessage())
 
 
+def _clear_earlier_attempt(spec: JobSpec) -> None:
+    """Before a job is submitted: what an earlier attempt left in its folder goes (its private caches,
+    left by one killed with its supervisor; its rank errors, which would name its failure as this one's)."""
+    remove_private_caches(spec.job_dir)
+    clear_rank_errors(spec.job_dir)
+
+
 def spread(free_slots: list[int]) -> list[int]:
     """Free GPU slots, the idlest GPU first (most free slots, then the lowest index): jobs spread
     over the GPUs before two share one."""
@@ -58,8 +65,7 @@ class Runner:
         record_submitted(self.sweep_dir, self.launcher.name, jobs, specs, self.launcher.pid_jobs)
 
     def _submit(self, spec: JobSpec, gpus: list[int]) -> Attempt:
-        remove_private_caches(spec.job_dir)  # left by an attempt killed with its supervisor
-        clear_rank_errors(spec.job_dir)  # an earlier attempt's: they would name its failure as this one's
+        _clear_earlier_attempt(spec)
         params = self.launcher.parameters(spec)
         if gpus:
             params["visible_gpus"] = gpus
@@ -72,9 +78,8 @@ class Runner:
     def submit_array(self, specs: list[JobSpec]) -> list[Attempt]:
         """Slurm: arrays of at most MaxArraySize, array_parallelism held across them (slurm_arrays)."""
         attempts: list[Attempt] = []
-        for spec in specs:  # left by earlier attempts (caches: those killed with their supervisors)
-            remove_private_caches(spec.job_dir)
-            clear_rank_errors(spec.job_dir)
+        for spec in specs:
+            _clear_earlier_attempt(spec)
         arrays = submit_arrays(
             self.executor, self.base.launcher, specs, self.launcher.parameters, self.launcher.task()
         )

@@ -21,9 +21,8 @@ one spare interpreter that has done the imports and waits, hands it the next req
 connection and streams), and starts the next spare. Each process is then a new interpreter, as
 without a server, whose imports ran while an earlier process worked (a fork ran eager steps slower
 on the GPU hosts: benchmarks/h200-time-to-answer/). A spare imports only while no process of the
-sweep measures (`measuring`): beside one, on 2 cores, BERT's steps read 47-50% slower
-(benchmarks/h100-fixed-cost/). A request that finds no spare ready or importing gets none: the one
-that would come may be waiting on its own parent's measurement.
+sweep measures (`measuring`), so that its imports never run beside a timed step. A request that
+finds the spare waiting on a measurement gets none: that measurement may be its own parent's.
 
 Both ends of one small socket protocol (the client's `start` and `Forked`, the server's `serve` and
 its child) live here: they are read together or not at all.
@@ -48,6 +47,7 @@ import time
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 ADDRESS_ENV = "ORCHESTRATOR_FORK_SERVER"  # the server's socket, for the jobs of its sweep
 QUIET = "quiet"  # beside the socket: a spare imports holding it exclusively, a measuring process shared
@@ -64,7 +64,6 @@ PRELOAD = (  # what every fresh process imports (a sweep of transformers models 
 PR_SET_PDEATHSIG = 1
 forked = False  # in a child of the server: True (the worker records how it started)
 started_ahead = False  # in a spare the server handed a request to: True (likewise)
-_measuring = 0  # this process's open `measuring` scopes
 SERVER_CWD = os.getcwd()
 
 
@@ -78,17 +77,15 @@ def import_time_env(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME)}
 
 
-_held: list = []  # the open quiet lock of this process's `measuring`, for a fork to drop
+_held: list[IO[str]] = []  # the quiet lock this process holds in `measuring` (one at most)
 
 
 def _forget_in_child() -> None:
     """A child forked without exec (a fork-started compile worker, a DataLoader's) must not keep the
     quiet lock once its parent's measurement ends: it closes its copy (the parent's lock stays)."""
-    global _measuring
     for lock in _held:
         lock.close()
     _held.clear()
-    _measuring = 0
 
 
 os.register_at_fork(after_in_child=_forget_in_child)
@@ -98,27 +95,24 @@ def quiet_lock() -> Path | None:
     """The sweep's quiet lock, where it has spares and this process does not hold it yet."""
     address = os.environ.get(ADDRESS_ENV)
     quiet = Path(address).with_name(QUIET) if address else None
-    return quiet if quiet is not None and not _measuring and quiet.exists() else None
+    return quiet if quiet is not None and not _held and quiet.exists() else None
 
 
 @contextlib.contextmanager
 def measuring() -> Iterator[None]:
     """While this process measures, no spare of its sweep imports beside it: it waits for one that
     is importing, then holds the sweep's quiet lock shared. Nothing where `quiet_lock` is None."""
-    global _measuring
     quiet = quiet_lock()
     if quiet is None:
         yield
         return
     with quiet.open() as lock:
         fcntl.flock(lock, fcntl.LOCK_SH)
-        _measuring += 1
         _held.append(lock)
         try:
             yield
         finally:
-            _measuring -= 1  # the lock goes with the file
-            _held.clear()
+            _held.clear()  # the lock goes with the file
 
 
 class Forked:
@@ -321,6 +315,12 @@ class _Spare:
         self.state = "importing"
         return True
 
+    def stop(self) -> None:
+        """Its end, where it will not be handed a request: its channel closed, its process gone."""
+        self.channel.close()
+        self.process.kill()
+        self.process.wait()
+
     def hand(self, conn: socket.socket, ask: dict, fds: list[int]) -> None:
         """The request, the client's connection and its streams, to this spare (it becomes the child)."""
         socket.send_fds(self.channel, [json.dumps(ask).encode() + b"\n"], [conn.fileno(), *fds])
@@ -412,12 +412,6 @@ def serve(address: str, extra: list[str], ahead: bool = False) -> None:
         sel.register(fresh.channel, selectors.EVENT_READ)  # readable: its state, or its end
         return fresh
 
-    def retire(gone: _Spare) -> None:
-        sel.unregister(gone.channel)
-        gone.channel.close()
-        gone.process.kill()
-        gone.process.wait()
-
     def hopeless(candidate: _Spare) -> bool:
         """Whether it waits on a measurement: not granted the quiet lock, which is not free now. The
         grant waits GRANT_AFTER_S, for the process just handed a spare to take the lock first (a
@@ -436,7 +430,8 @@ def serve(address: str, extra: list[str], ahead: bool = False) -> None:
                     continue
                 # It ended. Before it was ready its imports failed: no more spares, every client an
                 # interpreter of its own; a ready one was stopped from outside: the next one starts.
-                retire(spare)
+                sel.unregister(spare.channel)
+                spare.stop()
                 spare = new_spare() if spare.state == "ready" else None
                 continue
             conn, _ = listener.accept()
@@ -475,9 +470,7 @@ def serve(address: str, extra: list[str], ahead: bool = False) -> None:
             try:
                 spare.hand(conn, ask, fds)
             except OSError:  # it ended meanwhile: this client starts an interpreter, the next spare
-                spare.channel.close()
-                spare.process.kill()
-                spare.process.wait()
+                spare.stop()
                 spare = new_spare()
                 refuse(conn, fds)
                 continue
